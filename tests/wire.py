@@ -1,0 +1,150 @@
+"""Test support: drive a route over real HTTP/SSE and keep what came off the wire.
+
+Used by every route test: ``post_run`` POSTs a real ``RunAgentInput`` to a live server and
+returns the raw bytes plus the decoded events, so a test can check the stream with the protocol
+verifier and assert on content.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import httpx
+import uvicorn
+from ag_ui.core import Event
+from pydantic import TypeAdapter
+
+from app.config import Settings
+from app.factory import create_app
+
+EVENT_ADAPTER: TypeAdapter = TypeAdapter(Event)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def live_server(settings: Settings | None = None) -> Iterator[str]:
+    """Run the real app under uvicorn on a free loopback port; yields its base URL."""
+    settings = settings or Settings(agui_script_delay_ms=2)
+    port = free_port()
+    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/ok", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    else:
+        raise RuntimeError("server did not answer /ok within 30 s")
+    try:
+        yield base
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def run_input(
+    message: str | None = None,
+    *,
+    thread_id: str | None = None,
+    messages: list[dict] | None = None,
+    **extra: object,
+) -> dict:
+    """A RunAgentInput body (wire form). ``message`` appends one user message."""
+    history = list(messages or [])
+    if message is not None:
+        history.append({"id": f"msg-{uuid.uuid4().hex[:8]}", "role": "user", "content": message})
+    body: dict = {
+        "threadId": thread_id or f"thread-{uuid.uuid4().hex[:8]}",
+        "runId": f"run-{uuid.uuid4().hex[:8]}",
+        "messages": history,
+        "state": {},
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+    }
+    body.update(extra)
+    return body
+
+
+@dataclass
+class Run:
+    """What one POST put on the wire."""
+
+    status: int
+    raw: bytes
+    events: list[dict] = field(default_factory=list)
+    arrival: list[float] = field(default_factory=list)  # monotonic time each event arrived
+
+    def types(self) -> list[str]:
+        return [event["type"] for event in self.events]
+
+    def of_type(self, kind: str) -> list[dict]:
+        return [event for event in self.events if event["type"] == kind]
+
+    def text(self, subagent: bool | None = None) -> str:
+        """Concatenated TEXT_MESSAGE_CONTENT deltas; ``subagent`` filters by attribution."""
+        return "".join(
+            event["delta"]
+            for event in self.of_type("TEXT_MESSAGE_CONTENT")
+            if subagent is None or ("subagentRunId" in event) == subagent
+        )
+
+    @property
+    def terminal(self) -> dict:
+        return self.events[-1]
+
+    def interrupts(self) -> list[dict]:
+        outcome = self.terminal.get("outcome") or {}
+        return outcome.get("interrupts", []) if outcome.get("type") == "interrupt" else []
+
+
+def parse_sse(raw: bytes) -> list[dict]:
+    """Decode an SSE body into AG-UI event dicts (comments and blank frames skipped)."""
+    events = []
+    for frame in raw.replace(b"\r\n", b"\n").split(b"\n\n"):
+        data = [line[5:].lstrip() for line in frame.split(b"\n") if line.startswith(b"data:")]
+        if data:
+            events.append(json.loads(b"\n".join(data)))
+    return events
+
+
+def post_run(base: str, route: str, body: dict | bytes, *, headers: dict | None = None, timeout: float = 60) -> Run:
+    """POST ``body`` to ``route`` and read the whole SSE stream, timing each event's arrival."""
+    payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+    all_headers = {"content-type": "application/json", "accept": "text/event-stream", **(headers or {})}
+    raw = b""
+    pending = b""
+    events: list[dict] = []
+    arrival: list[float] = []
+    with httpx.stream("POST", f"{base}{route}", content=payload, headers=all_headers, timeout=timeout) as response:
+        for chunk in response.iter_bytes():
+            raw += chunk
+            pending = (pending + chunk).replace(b"\r\n", b"\n")
+            *frames, pending = pending.split(b"\n\n")
+            decoded = parse_sse(b"\n\n".join(frames) + b"\n\n")
+            events.extend(decoded)
+            arrival.extend([time.monotonic()] * len(decoded))
+        status = response.status_code
+    if status != 200:
+        return Run(status=status, raw=raw)
+    events.extend(parse_sse(pending))
+    for event in events:
+        EVENT_ADAPTER.validate_python(event)  # every event is valid against the protocol's models
+    return Run(status=status, raw=raw, events=events, arrival=arrival)
