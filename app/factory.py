@@ -13,6 +13,7 @@ from app.guard import RunInputGuard
 from app.health import health_router
 from app.keepalive import SSEKeepalive
 from app.mounting import Runtime
+from app.security import add_security
 from runtimes.msaf import runtime as msaf_runtime
 from runtimes.strands import runtime as strands_runtime
 
@@ -31,4 +32,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Outermost last: the guard answers bad input before a bridge sees it; keepalive wraps streams.
     app.add_middleware(SSEKeepalive, paths=routes, interval_s=settings.agui_keepalive_s)
     app.add_middleware(RunInputGuard, paths=routes, max_body_bytes=settings.agui_max_body_bytes)
+    add_security(app, settings)
     return app

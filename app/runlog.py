@@ -1,0 +1,49 @@
+"""One structured log line per run: runtime, thread, run, event counts, duration, outcome.
+
+No message content and no secrets: only ids, counts and codes. Set ``LOG_LEVEL=debug`` to see
+the bridges' own (content-bearing) debug logs instead.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+
+from ag_ui.core import BaseEvent, EventType
+
+logger = logging.getLogger("agui.run")
+
+
+async def log_run(
+    events: AsyncIterator[BaseEvent], *, runtime: str, thread_id: str, run_id: str
+) -> AsyncIterator[BaseEvent]:
+    """Pass ``events`` through unchanged and log a summary when the stream ends, however it ends."""
+    started = time.perf_counter()
+    counts: Counter[str] = Counter()
+    outcome = "disconnected"
+    try:
+        async for event in events:
+            counts[event.type.value] += 1
+            if event.type == EventType.RUN_FINISHED:
+                outcome = getattr(event.outcome, "type", None) or "success"
+            elif event.type == EventType.RUN_ERROR:
+                outcome = f"error:{event.code or 'UNKNOWN'}"
+            yield event
+    finally:
+        logger.info(
+            json.dumps(
+                {
+                    "event": "run",
+                    "runtime": runtime,
+                    "threadId": thread_id,
+                    "runId": run_id,
+                    "outcome": outcome,
+                    "durationMs": round((time.perf_counter() - started) * 1000, 1),
+                    "events": dict(counts),
+                },
+                separators=(",", ":"),
+            )
+        )
