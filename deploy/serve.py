@@ -1,0 +1,155 @@
+"""The one way this server starts: ``python -m deploy.serve``.
+
+The container image, ``make serve`` and the boot check all run this module, so how the
+server binds, how many workers it runs, which proxies it trusts and how it logs is decided
+in one place, from the environment:
+
+=====================  =============  ===================================================
+variable               default        meaning
+=====================  =============  ===================================================
+HOST                   127.0.0.1      bind address (the image sets 0.0.0.0)
+PORT                   8000           bind port
+WEB_CONCURRENCY        1              uvicorn worker processes (see the warning below)
+FORWARDED_ALLOW_IPS    127.0.0.1      proxies whose X-Forwarded-* headers are trusted
+                                      (comma list, or * behind a platform's proxy)
+LOG_LEVEL              info           critical, error, warning, info, debug, trace
+LOG_FORMAT             plain          plain: one readable line; json: one JSON object
+SHUTDOWN_TIMEOUT_S     10             on SIGTERM, open SSE streams get this long to end
+=====================  =============  ===================================================
+
+The app's own settings (``AGUI_MODEL``, ``OPENAI_BASE_URL``, ...) are read by
+``app.config.Settings`` when uvicorn calls the factory.
+
+Workers: pending approvals and per-thread agents live in the memory of the worker that
+served the run. With more than one worker, the resume request must reach the same worker
+(sticky sessions on ``threadId``) or it will not find its interrupt.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import logging.config
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import uvicorn
+
+APP_FACTORY = "app.factory:create_app"
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+LOG_FORMATS = ("plain", "json")
+PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+log = logging.getLogger("deploy.serve")
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """How uvicorn runs, as read from the environment."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    workers: int = 1
+    forwarded_allow_ips: str = "127.0.0.1"
+    log_level: str = "info"
+    log_format: str = "plain"
+    shutdown_timeout_s: int = 10
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ServeConfig:
+        """Read and validate; a bad value raises ``ValueError`` naming the variable."""
+        config = cls(
+            host=env.get("HOST", cls.host),
+            port=_int(env, "PORT", cls.port, low=1, high=65535),
+            workers=_int(env, "WEB_CONCURRENCY", cls.workers, low=1),
+            forwarded_allow_ips=env.get("FORWARDED_ALLOW_IPS", cls.forwarded_allow_ips),
+            log_level=env.get("LOG_LEVEL", cls.log_level).strip().lower(),
+            log_format=env.get("LOG_FORMAT", cls.log_format).strip().lower(),
+            shutdown_timeout_s=_int(env, "SHUTDOWN_TIMEOUT_S", cls.shutdown_timeout_s, low=0),
+        )
+        if config.log_level not in LOG_LEVELS:
+            raise ValueError(f"LOG_LEVEL={config.log_level!r} is not one of {', '.join(LOG_LEVELS)}")
+        if config.log_format not in LOG_FORMATS:
+            raise ValueError(f"LOG_FORMAT={config.log_format!r} is not one of {', '.join(LOG_FORMATS)}")
+        return config
+
+
+def _int(env: Mapping[str, str], name: str, default: int, *, low: int, high: int | None = None) -> int:
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not an integer") from None
+    if value < low:
+        raise ValueError(f"{name}={value} must be at least {low}")
+    if high is not None and value > high:
+        raise ValueError(f"{name}={value} must be at most {high}")
+    return value
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line, for log collectors that parse fields instead of text."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def log_config(config: ServeConfig) -> dict:
+    """A ``logging.dictConfig`` that sends uvicorn's and the app's records through one formatter.
+
+    uvicorn's loggers propagate to the root handler instead of keeping their own, so access
+    lines, server lines and app lines share the format chosen by ``LOG_FORMAT``.
+    """
+    formatter = {"()": f"{__name__}.JsonFormatter"} if config.log_format == "json" else {"format": PLAIN_FORMAT}
+    level = "DEBUG" if config.log_level == "trace" else config.log_level.upper()  # trace is uvicorn's own level
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"main": formatter},
+        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "main", "stream": "ext://sys.stderr"}},
+        "root": {"handlers": ["stderr"], "level": level},
+        "loggers": {name: {"handlers": [], "propagate": True} for name in ("uvicorn", "uvicorn.access")},
+    }
+
+
+def main() -> None:
+    try:
+        config = ServeConfig.from_env(os.environ)
+    except ValueError as error:
+        sys.exit(f"deploy.serve: {error}")
+    logging.config.dictConfig(log_config(config))
+    if config.workers > 1:
+        log.warning(
+            "WEB_CONCURRENCY=%d: pending approvals live in one worker's memory; route each threadId to the "
+            "same worker (sticky sessions) or resumes will not find their interrupt",
+            config.workers,
+        )
+    uvicorn.run(
+        APP_FACTORY,
+        factory=True,
+        host=config.host,
+        port=config.port,
+        workers=config.workers,
+        proxy_headers=True,
+        forwarded_allow_ips=config.forwarded_allow_ips,
+        log_level=config.log_level,
+        log_config=log_config(config),
+        timeout_graceful_shutdown=config.shutdown_timeout_s,
+    )
+
+
+if __name__ == "__main__":
+    main()
