@@ -23,6 +23,7 @@ from pydantic import TypeAdapter
 
 from app.config import Settings
 from app.factory import create_app
+from verifier import parse_sse
 
 EVENT_ADAPTER: TypeAdapter = TypeAdapter(Event)
 
@@ -113,16 +114,6 @@ class Run:
     def interrupts(self) -> list[dict]:
         outcome = self.terminal.get("outcome") or {}
         return outcome.get("interrupts", []) if outcome.get("type") == "interrupt" else []
-
-
-def parse_sse(raw: bytes) -> list[dict]:
-    """Decode an SSE body into AG-UI event dicts (comments and blank frames skipped)."""
-    events = []
-    for frame in raw.replace(b"\r\n", b"\n").split(b"\n\n"):
-        data = [line[5:].lstrip() for line in frame.split(b"\n") if line.startswith(b"data:")]
-        if data:
-            events.append(json.loads(b"\n".join(data)))
-    return events
 
 
 def post_run(base: str, route: str, body: dict | bytes, *, headers: dict | None = None, timeout: float = 60) -> Run:
