@@ -48,7 +48,7 @@ FEATURES: tuple[Feature, ...] = (
         "delete",
         "delete notes.txt",
         "Calls the approval-gated delete_file(path): the run ends with an interrupt outcome; "
-        "resume with {approved: true|false}.",
+        "resume with {approved: true|false}. 'delete a.txt and b.txt' asks for two approvals at once.",
     ),
     Feature(
         "shared_state",
@@ -200,6 +200,14 @@ def _compared(text: str) -> tuple[str, str]:
     return "the first option", "the second option"
 
 
+def _paths_to_delete(text: str) -> list[str]:
+    """'delete a.txt and b.txt' names two files (two approvals at once); otherwise one."""
+    match = re.search(r"\bdelete\s+(\S+)\s+and\s+(\S+)", text, flags=re.IGNORECASE)
+    if match:
+        return [path.rstrip("?!.,;:'\"") for path in match.groups()]
+    return [_word_after(text, "delete") or "untitled.txt"]
+
+
 def weather_report(city: str) -> dict:
     """The deterministic weather the backend tool returns (derived from the city name)."""
     digest = hashlib.sha256(city.lower().encode()).digest()
@@ -259,7 +267,7 @@ def parent_step(turn: Turn) -> Step:
     if "weather" in lowered:
         return CallTools((ToolCall(GET_WEATHER, {"city": _word_after(text, "in") or "Paris"}),))
     if "delete" in lowered:
-        return CallTools((ToolCall(DELETE_FILE, {"path": _word_after(text, "delete") or "untitled.txt"}),))
+        return CallTools(tuple(ToolCall(DELETE_FILE, {"path": path}) for path in _paths_to_delete(text)))
     if "recipe" in lowered:
         dish = _word_after(text, "for") or "pancakes"
         return CallTools((ToolCall(UPDATE_RECIPE, {"recipe": recipe_for(dish)}),))
@@ -275,6 +283,9 @@ def _parent_answer(turn: Turn) -> str:
     if name == GET_WEATHER:
         return f"Here is the weather report: {result}"
     if name == DELETE_FILE:
+        deletions = [result for tool, result in turn.results if tool == DELETE_FILE]
+        if len(deletions) > 1:
+            return " ".join(f"Not done: {r}" if was_denied(r) else f"Done: {r}" for r in deletions)
         path = _word_after(turn.user_text, "delete") or "untitled.txt"
         if was_denied(result):
             return f"I did not delete {path}: the request was not approved."

@@ -1,0 +1,44 @@
+"""The two MAF agents of this route: the demo assistant and its research specialist.
+
+Both are built once per mount and shared by every request; neither is mutated per request (the
+bridge gives each request its own session, history and state), which keeps threads isolated.
+"""
+
+from __future__ import annotations
+
+from agent_framework import Agent
+
+from app.config import Settings
+from emitters.msaf import DelegationMiddleware, forward_specialist_update
+from runtimes import script
+from runtimes.msaf.model import chat_client
+from runtimes.msaf.tools import PARENT_TOOLS, SPECIALIST_TOOLS
+
+
+def build_specialist(settings: Settings) -> Agent:
+    return Agent(
+        client=chat_client(settings, script.specialist_step),
+        name=script.RESEARCH_SPECIALIST,
+        description="Researches one topic with lookup_fact and reports a short finding.",
+        instructions=script.SPECIALIST_INSTRUCTIONS,
+        tools=list(SPECIALIST_TOOLS),
+    )
+
+
+def build_assistant(settings: Settings) -> Agent:
+    """The agent the route serves; it delegates research to a real second agent."""
+    research = build_specialist(settings).as_tool(
+        name=script.RESEARCH_SPECIALIST,
+        description="Delegate a research task to the research specialist. Call it twice in one turn to compare.",
+        arg_name="task",
+        arg_description="What to research, in one sentence.",
+        stream_callback=forward_specialist_update,
+    )
+    return Agent(
+        client=chat_client(settings, script.parent_step),
+        name="assistant",
+        description="The demo assistant of the multi-runtime AG-UI server.",
+        instructions=script.PARENT_INSTRUCTIONS,
+        tools=[*PARENT_TOOLS, research],
+        middleware=[DelegationMiddleware({script.RESEARCH_SPECIALIST})],
+    )

@@ -1,0 +1,97 @@
+"""POST /msaf/agent on a real model: MAF's Chat Completions client against a local OpenAI-compatible
+server (real HTTP, real client library), including failures that must end in a clear RUN_ERROR."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from app.config import Settings
+from runtimes import script
+from tests import fake_openai
+from tests.fake_openai import API_KEY, fake_openai_server
+from tests.test_msaf_route import ROUTE, parent_text, results_for, run_ok, tool_calls
+from tests.wire import live_server, post_run, run_input
+from verifier import verify_events
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    with fake_openai_server() as url:
+        yield url
+
+
+def real(endpoint: str, model: str = "fake-chat", **overrides: object) -> Settings:
+    values = {"agui_model": "openai", "openai_base_url": endpoint, "openai_api_key": API_KEY, "agui_model_id": model}
+    return Settings(**{**values, **overrides})
+
+
+def test_text_and_backend_tool_on_a_real_model(endpoint: str) -> None:
+    with live_server(real(endpoint)) as base:
+        text = run_ok(base, run_input("Hello there!"))
+        weather = run_ok(base, run_input("What's the weather like?"))
+    assert len(text.of_type("TEXT_MESSAGE_CONTENT")) >= 2
+    assert parent_text(text) == "Fake model reply to: Hello there!"
+    [call] = tool_calls(weather, "get_weather")
+    [result] = results_for(weather, call["toolCallId"])
+    assert json.loads(result["content"])["city"] == "Oslo"
+    assert parent_text(weather) == f"Fake model read the tool result: {result['content']}"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "code"),
+    [
+        ({"openai_api_key": "wrong"}, "MODEL_AUTH_ERROR"),
+        ({"openai_api_key": None}, "MODEL_AUTH_ERROR"),
+        ({"agui_model_id": "fake-500"}, "MODEL_ERROR"),
+        ({"agui_model_id": "fake-hang", "agui_model_timeout_s": 0.5}, "MODEL_TIMEOUT"),
+        ({"agui_model_id": "fake-drop"}, "MODEL_ERROR"),
+    ],
+    ids=["bad-key", "missing-key", "http-500", "hang", "dropped-stream"],
+)
+def test_model_failures_end_in_a_clear_run_error(endpoint: str, overrides: dict, code: str) -> None:
+    with live_server(real(endpoint, **overrides)) as base:
+        run = post_run(base, ROUTE, run_input("Hello there!"), timeout=30)
+    assert run.status == 200
+    assert verify_events(run.events) == []
+    assert run.types()[0] == "RUN_STARTED"
+    assert run.terminal["type"] == "RUN_ERROR"
+    assert run.terminal["code"] == code
+    assert "<class" not in run.terminal["message"]
+
+
+def delegating_script(body: dict) -> Iterator[bytes]:
+    """The fake model, taught to delegate: the parent calls research_specialist for "research",
+    the specialist calls lookup_fact; everything else is the stock fake's behaviour."""
+    tools = {tool["function"]["name"] for tool in body.get("tools") or []}
+    messages = body.get("messages", [])
+    if messages and messages[-1].get("role") != "tool":
+        request = next(m["content"] for m in reversed(messages) if m.get("role") == "user")
+        if "research_specialist" in tools and "research" in request.lower():
+            return fake_openai._tool_call("research_specialist", {"task": request})
+        if "lookup_fact" in tools:
+            return fake_openai._tool_call("lookup_fact", {"topic": request})
+    return stock_script(body)
+
+
+stock_script = fake_openai._script
+
+
+def test_delegation_on_a_real_model(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fake_openai, "_script", delegating_script)
+    with live_server(real(endpoint)) as base:
+        run = run_ok(base, run_input("Research Lisbon"))
+    [call] = tool_calls(run, "research_specialist")
+    [started] = run.of_type("SUBAGENT_STARTED")
+    assert started["parentToolCallId"] == call["toolCallId"]
+    own = [e for e in run.events if e.get("subagentRunId") == started["subagentRunId"]]
+    [lookup] = [e for e in own if e["type"] == "TOOL_CALL_START"]
+    assert lookup["toolCallName"] == "lookup_fact"
+    assert lookup["toolCallId"] != call["toolCallId"], "the fake reuses call ids; the emitter namespaces them"
+    finding = f"Fake model read the tool result: {script.fact_about('Research Lisbon')}"
+    assert run.text(subagent=True) == finding
+    [result] = results_for(run, call["toolCallId"])
+    assert result["content"] == finding
+    assert parent_text(run) == f"Fake model read the tool result: {finding}"
