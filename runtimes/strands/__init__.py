@@ -1,0 +1,6 @@
+"""AWS Strands Agents runtime: ``POST /strands/agent`` behind ag-ui-strands."""
+
+from runtimes.strands.route import StrandsRuntime
+
+runtime = StrandsRuntime()
+"""What ``app.factory`` mounts."""

@@ -1,0 +1,64 @@
+"""POST /strands/agent on a real model: Strands' ``OpenAIModel`` against a local OpenAI-compatible
+server (real HTTP, real client library), including failures that must end in a clear RUN_ERROR."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from app.config import Settings
+from tests.fake_openai import API_KEY, fake_openai_server
+from tests.wire import live_server, post_run, run_input
+from verifier import verify_events
+
+ROUTE = "/strands/agent"
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    with fake_openai_server() as url:
+        yield url
+
+
+def real(endpoint: str, model: str = "fake-chat", **overrides: object) -> Settings:
+    values = {"agui_model": "openai", "openai_base_url": endpoint, "openai_api_key": API_KEY, "agui_model_id": model}
+    return Settings(**{**values, **overrides})
+
+
+def test_text_and_backend_tool_on_a_real_model(endpoint: str) -> None:
+    with live_server(real(endpoint)) as base:
+        text = post_run(base, ROUTE, run_input("Hello there!"))
+        weather = post_run(base, ROUTE, run_input("What's the weather like?"))
+    for run in (text, weather):
+        assert verify_events(run.events) == [] and run.terminal["type"] == "RUN_FINISHED"
+    assert len(text.of_type("TEXT_MESSAGE_CONTENT")) >= 2
+    # Strands sends content as a list of parts; the fake server echoes it verbatim.
+    assert text.text().startswith("Fake model reply to:") and "Hello there!" in text.text()
+    (call,) = weather.of_type("TOOL_CALL_START")
+    (result,) = weather.of_type("TOOL_CALL_RESULT")
+    assert call["toolCallName"] == "get_weather" and result["toolCallId"] == call["toolCallId"]
+    assert json.loads(result["content"])["city"] == "Oslo"
+    assert weather.text().startswith("Fake model read the tool result:") and "Oslo" in weather.text()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "code"),
+    [
+        ({"openai_api_key": "wrong"}, "MODEL_AUTH_ERROR"),
+        ({"openai_api_key": None}, "MODEL_AUTH_ERROR"),
+        ({"agui_model_id": "fake-500"}, "MODEL_ERROR"),
+        ({"agui_model_id": "fake-hang", "agui_model_timeout_s": 0.5}, "MODEL_TIMEOUT"),
+        ({"agui_model_id": "fake-drop"}, "MODEL_ERROR"),
+    ],
+    ids=["bad-key", "missing-key", "http-500", "hang", "dropped-stream"],
+)
+def test_model_failures_end_in_a_clear_run_error(endpoint: str, overrides: dict, code: str) -> None:
+    with live_server(real(endpoint, **overrides)) as base:  # mounting never contacts the model
+        run = post_run(base, ROUTE, run_input("Hello there!"), timeout=30)
+    assert run.status == 200
+    assert verify_events(run.events) == []
+    assert run.types()[0] == "RUN_STARTED" and run.terminal["type"] == "RUN_ERROR"
+    assert run.terminal["code"] == code
+    assert "Error code:" not in run.terminal["message"] or code == "MODEL_ERROR"
