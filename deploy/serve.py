@@ -42,6 +42,9 @@ APP_FACTORY = "app.factory:create_app"
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 LOG_FORMATS = ("plain", "json")
 PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+BRIDGE_LOGGERS = ("agent_framework", "agent_framework_ag_ui", "ag_ui_strands", "strands")
+"""The runtimes and bridges log every event (and at debug, content) at INFO; below debug, the one
+summary line per run from ``app.runlog`` speaks for them and they log warnings only."""
 
 log = logging.getLogger("deploy.serve")
 
@@ -121,7 +124,10 @@ def log_config(config: ServeConfig) -> dict:
         "formatters": {"main": formatter},
         "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "main", "stream": "ext://sys.stderr"}},
         "root": {"handlers": ["stderr"], "level": level},
-        "loggers": {name: {"handlers": [], "propagate": True} for name in ("uvicorn", "uvicorn.access")},
+        "loggers": {
+            **{name: {"handlers": [], "propagate": True} for name in ("uvicorn", "uvicorn.access")},
+            **({} if level == "DEBUG" else {name: {"level": "WARNING"} for name in BRIDGE_LOGGERS}),
+        },
     }
 
 
