@@ -27,7 +27,7 @@ class Settings(BaseSettings):
     openai_api_key: str | None = Field(default=None, description="Sent as the bearer key; local servers ignore it.")
     agui_model_id: str = Field(default="gpt-4o-mini", description="Model name sent to the endpoint.")
     agui_model_timeout_s: float = Field(
-        default=60.0, gt=0, description="A model call that takes longer ends the run with MODEL_TIMEOUT."
+        default=60.0, gt=0, description="A model endpoint silent for longer ends the run with MODEL_TIMEOUT."
     )
     agui_script_delay_ms: float = Field(
         default=15.0, ge=0, description="Pause between the scripted model's streamed chunks."

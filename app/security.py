@@ -23,14 +23,16 @@ class TokenGate:
 
     def __init__(self, app: ASGIApp, *, token: str) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.expected = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or scope["method"] == "OPTIONS":
+        # No exception for OPTIONS: a CORS preflight is answered by the CORS layer outside this one.
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        presented = dict(scope["headers"]).get(b"authorization", b"")
-        if not hmac.compare_digest(presented, self.expected):
+        scheme, _, presented = dict(scope["headers"]).get(b"authorization", b"").partition(b" ")
+        # The scheme is case-insensitive (RFC 9110 11.1); the token is compared in constant time.
+        if not (hmac.compare_digest(presented, self.expected) and scheme.lower() == b"bearer"):
             response = JSONResponse(
                 {"detail": "Missing or wrong bearer token.", "code": "unauthorized"},
                 status_code=401,

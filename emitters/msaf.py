@@ -150,11 +150,20 @@ class DelegationMiddleware(FunctionMiddleware):
 
     A specialist that fails (including one that asked for an approval, which ``as_tool``
     cannot carry to the parent) closes with SUBAGENT_ERROR, and the parent model receives a
-    tool result that says why, so it can tell the user instead of the run crashing.
+    tool result that says why, so it can tell the user instead of the run crashing. A failure
+    ``fatal`` names (the runtime's model failures: the endpoint the parent would ask next is the
+    one that just failed) closes the subagent with SUBAGENT_ERROR and its code, then aborts the
+    whole run with ``MiddlewareFailure``, which MAF never turns into a tool result.
     """
 
-    def __init__(self, delegation_tools: Collection[str]) -> None:
+    def __init__(
+        self,
+        delegation_tools: Collection[str],
+        *,
+        fatal: Callable[[BaseException], Exception | None] = lambda exc: None,
+    ) -> None:
         self._names = frozenset(delegation_tools)
+        self._fatal = fatal
 
     async def process(self, context: FunctionInvocationContext, call_next: Callable[[], Awaitable[None]]) -> None:
         run = current_run()
@@ -173,6 +182,10 @@ class DelegationMiddleware(FunctionMiddleware):
             raise
         except Exception as exc:  # noqa: BLE001 - a failed specialist becomes a tool result, not a crash
             delegation.close()
+            fatal = self._fatal(exc)
+            if fatal is not None:
+                run.fail(delegation.subagent_id, str(fatal), code=getattr(fatal, "code", None) or type(fatal).__name__)
+                raise MiddlewareFailure(str(fatal)) from exc
             message, code = _failure(name, delegation, exc)
             run.fail(delegation.subagent_id, message, code=code)
             context.result = message

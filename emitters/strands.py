@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextvars
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -178,11 +178,16 @@ class SpecialistOutcomeHook(HookProvider):
     Strands reports every event of the tool's stream to the bridge before the tool's
     ``AfterToolCallEvent`` fires, so the subagent closes after all of its content. A delegation
     that paused for an approval fires no such event; the core closes it as ``suspended``.
-    Stateless: one instance serves every thread.
+    Stateless: one instance serves every thread. ``failure_code`` may name why a specialist
+    failed when its error result does not (the runtime's record of a failed model call); the
+    SUBAGENT_ERROR code is ``SPECIALIST_ERROR`` otherwise.
     """
 
-    def __init__(self, delegation_tools: frozenset[str]) -> None:
+    def __init__(
+        self, delegation_tools: frozenset[str], *, failure_code: Callable[[], str | None] = lambda: None
+    ) -> None:
         self._tools = delegation_tools
+        self._failure_code = failure_code
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         registry.add_callback(AfterToolCallEvent, self._after_tool_call)
@@ -200,7 +205,7 @@ class SpecialistOutcomeHook(HookProvider):
             return
         text = _result_text(event.result)
         if event.result.get("status") == "error" or event.exception is not None:
-            run.fail(subagent_id, text or str(event.exception), code=SPECIALIST_ERROR)
+            run.fail(subagent_id, text or str(event.exception), code=self._failure_code() or SPECIALIST_ERROR)
         else:
             run.finish(subagent_id, result=text)
 

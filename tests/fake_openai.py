@@ -9,6 +9,13 @@ is chosen by the model name, which is just the ``AGUI_MODEL_ID`` setting:
 * ``fake-hang``: accepts the request and never answers.
 * ``fake-500``: answers HTTP 500.
 * ``fake-drop``: starts streaming, then drops the connection mid-stream.
+* ``fake-stall``: starts streaming, then goes silent forever (connection kept open).
+* ``fake-delegate``: ``fake-chat`` taught to delegate: the parent (offered ``research_specialist``)
+  calls it when the user asks to research; the specialist (offered ``lookup_fact``) calls
+  ``lookup_fact``; both then answer with the tool result.
+* ``fake-specialist-hang`` / ``fake-specialist-500``: ``fake-delegate`` whose specialist's requests
+  (those offered ``lookup_fact`` but not ``research_specialist``) never answer / answer HTTP 500,
+  while the parent's are answered.
 
 Requests whose bearer key is not ``api_key`` get 401, like a real provider.
 """
@@ -75,6 +82,40 @@ def _script(body: dict) -> Iterator[bytes]:
     return _text_reply(f"Fake model reply to: {user_text}")
 
 
+def _user_text(message: dict) -> str:
+    """A user message's text, whether its content is a string or a list of parts (Strands)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else []
+    return " ".join(str(part.get("text", "")) for part in parts if isinstance(part, dict))
+
+
+def _offered(body: dict) -> set[str]:
+    return {tool["function"]["name"] for tool in body.get("tools") or []}
+
+
+def _is_specialist(body: dict) -> bool:
+    offered = _offered(body)
+    return "lookup_fact" in offered and "research_specialist" not in offered
+
+
+def _delegating_script(body: dict) -> Iterator[bytes]:
+    """``fake-delegate``: research goes to the specialist, the specialist looks the fact up."""
+    messages = body.get("messages", [])
+    offered = _offered(body)
+    if messages and messages[-1].get("role") != "tool":
+        request = _user_text(next((m for m in reversed(messages) if m.get("role") == "user"), {}))
+        if "research_specialist" in offered and "research" in request.lower():
+            return _tool_call("research_specialist", {"task": request})
+        if _is_specialist(body):
+            return _tool_call("lookup_fact", {"topic": request})
+    return _script(body)
+
+
+DELEGATING_MODELS = frozenset({"fake-delegate", "fake-specialist-hang", "fake-specialist-500"})
+
+
 async def completions(request: Request) -> Response:
     if request.headers.get("authorization") != f"Bearer {API_KEY}":
         return JSONResponse({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}, 401)
@@ -82,14 +123,18 @@ async def completions(request: Request) -> Response:
     model = body.get("model", "")
     if model == "fake-500":
         return JSONResponse({"error": {"message": "upstream exploded", "type": "server_error"}}, 500)
-    if model == "fake-hang":
+    if model == "fake-hang" or (model == "fake-specialist-hang" and _is_specialist(body)):
         await asyncio.sleep(3600)
-    frames = list(_script(body))
+    if model == "fake-specialist-500" and _is_specialist(body):
+        return JSONResponse({"error": {"message": "specialist upstream exploded", "type": "server_error"}}, 500)
+    frames = list(_delegating_script(body) if model in DELEGATING_MODELS else _script(body))
 
     async def stream() -> AsyncIterator[bytes]:
         for index, frame in enumerate(frames):
             if model == "fake-drop" and index == 2:
                 raise ConnectionResetError("fake model dropped the connection")
+            if model == "fake-stall" and index == 2:
+                await asyncio.sleep(3600)
             yield frame
             await asyncio.sleep(0.005)
 

@@ -11,6 +11,7 @@ from agent_framework import Agent
 from app.config import Settings
 from emitters.msaf import DelegationMiddleware, forward_specialist_update
 from runtimes import script
+from runtimes.msaf.errors import describe
 from runtimes.msaf.model import chat_client
 from runtimes.msaf.tools import PARENT_TOOLS, SPECIALIST_TOOLS
 
@@ -40,5 +41,5 @@ def build_assistant(settings: Settings) -> Agent:
         description="The demo assistant of the multi-runtime AG-UI server.",
         instructions=script.PARENT_INSTRUCTIONS,
         tools=[*PARENT_TOOLS, research],
-        middleware=[DelegationMiddleware({script.RESEARCH_SPECIALIST})],
+        middleware=[DelegationMiddleware({script.RESEARCH_SPECIALIST}, fatal=describe)],
     )

@@ -1,48 +1,31 @@
-"""Model failures as RUN_ERROR codes a client can act on.
+"""Model failures on the MAF route as RUN_ERROR codes a client can act on.
 
 MAF wraps every provider failure in ``ChatClientException`` whose text starts with a class repr;
-the cause chain still holds the OpenAI SDK error. This names the failure (MODEL_TIMEOUT,
-MODEL_AUTH_ERROR, MODEL_UNREACHABLE, MODEL_ERROR) and says what to check, at request time.
+the cause chain still holds the OpenAI SDK error, which the shared classifier
+(``runtimes.model_errors``) names. What is MAF's own: a ``ChatClientException`` with nothing
+recognisable underneath is still a model failure (MODEL_ERROR), and the failure reaches the
+RUN_ERROR by being re-raised from the bridge's stream.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import openai
 from ag_ui.core import BaseEvent
 from agent_framework.exceptions import ChatClientException
 
+from runtimes import model_errors
+from runtimes.model_errors import ModelError, causes
 
-class ModelError(Exception):
-    """A failed model call, with the RUN_ERROR ``code`` it becomes."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+__all__ = ["ModelError", "describe", "error_code", "name_model_errors"]
 
 
 def describe(exc: BaseException) -> ModelError | None:
     """The model failure behind ``exc``, or None when the model is not what failed."""
-    chain: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in chain:
-        chain.append(current)
-        current = current.__cause__ or getattr(current, "inner_exception", None)
-    for error in chain:
-        if isinstance(error, openai.APITimeoutError):
-            return ModelError("MODEL_TIMEOUT", "The model endpoint did not answer in time (AGUI_MODEL_TIMEOUT_S).")
-        if isinstance(error, openai.AuthenticationError | openai.PermissionDeniedError):
-            return ModelError(
-                "MODEL_AUTH_ERROR",
-                f"The model endpoint refused the API key (HTTP {error.status_code}); check OPENAI_API_KEY.",
-            )
-        if isinstance(error, openai.APIConnectionError):
-            return ModelError(
-                "MODEL_UNREACHABLE", f"Could not reach the model endpoint; check OPENAI_BASE_URL ({error})."
-            )
-        if isinstance(error, openai.APIStatusError):
-            return ModelError("MODEL_ERROR", f"The model endpoint answered HTTP {error.status_code}: {error.message}")
+    named = model_errors.describe(exc)
+    if named is not None:
+        return named
+    chain = causes(exc)
     if any(isinstance(error, ChatClientException) for error in chain):
         return ModelError("MODEL_ERROR", f"The model call failed: {chain[-1]}")
     return None
@@ -56,9 +39,9 @@ async def name_model_errors(events: AsyncIterator[BaseEvent]) -> AsyncIterator[B
             yield event
     except Exception as exc:
         named = describe(exc)
-        if named is None:
+        if named is None or named is exc:
             raise
-        raise named from exc
+        raise ModelError(named.code, str(named)) from exc
 
 
 def error_code(exc: BaseException) -> str:

@@ -45,15 +45,20 @@ class EmittingStrandsAgent(StrandsAgent):
 
     def __init__(self, settings: Settings, route: str) -> None:
         parent_model, specialist_model = models_for(settings)
+        self._thread_cache = ThreadAgentCache(
+            settings.agui_thread_cache_size, pinned=self._is_running, held=self._is_paused, on_evict=self._forget_thread
+        )
         super().__init__(
             parent_template(parent_model, specialist_model),
             name="strands_demo_assistant",
             description="The demo assistant on AWS Strands Agents.",
             config=StrandsAgentConfig(tool_behaviors=tool_behaviors()),
-            hooks=[dialect.SpecialistOutcomeHook(frozenset({RESEARCH_SPECIALIST}))],
-            agents_by_thread=ThreadAgentCache(
-                settings.agui_thread_cache_size, pinned=self._is_pinned, on_evict=self._forget_thread
-            ),
+            hooks=[
+                dialect.SpecialistOutcomeHook(
+                    frozenset({RESEARCH_SPECIALIST}), failure_code=errors.recorded_failure_code
+                )
+            ],
+            agents_by_thread=self._thread_cache,
         )
         self._emitter_state = RouteEmitterState(route)
         self._subagent_events = settings.agui_subagent_events
@@ -70,14 +75,21 @@ class EmittingStrandsAgent(StrandsAgent):
             interrupt_owner=dialect.interrupt_owner,
         )
         logged = log_run(events, runtime="strands", thread_id=input_data.thread_id, run_id=input_data.run_id)
-        async with aclosing(events), aclosing(logged):  # a client that goes away frees the thread at once
-            async for event in logged:
-                yield event
+        try:
+            async with aclosing(events), aclosing(logged):  # a client that goes away frees the thread at once
+                async for event in logged:
+                    yield event
+        finally:
+            self._thread_cache.trim()  # the run's thread is unpinned now; under load, threads pile up pinned
 
-    def _is_pinned(self, thread_id: str, agent: Any) -> bool:
-        """A thread with a run in flight or an approval pending must keep its agent."""
+    def _is_running(self, thread_id: str, agent: Any) -> bool:
+        """A thread with a run in flight must keep its agent."""
+        return thread_id in self._active_runs_by_thread
+
+    def _is_paused(self, thread_id: str, agent: Any) -> bool:
+        """A thread with an approval pending keeps its agent as long as an idle thread can go instead."""
         interrupt_state = getattr(agent, "_interrupt_state", None)
-        return thread_id in self._active_runs_by_thread or bool(getattr(interrupt_state, "activated", False))
+        return bool(getattr(interrupt_state, "activated", False))
 
     def _forget_thread(self, thread_id: str) -> None:
         for name in _PER_THREAD_BOOKKEEPING:

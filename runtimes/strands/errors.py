@@ -4,8 +4,11 @@ ag-ui-strands turns any failure of the model call into ``RUN_ERROR`` itself, wit
 ``STRANDS_FORCE_STOP`` and the provider's raw text ("Error code: 401 - {...}"). This module names
 the failure where it happens and keeps that name for the run: ``NamingOpenAIModel`` raises a
 readable message and records the code; ``name_model_errors`` puts the code on the bridge's
-RUN_ERROR. The codes match the other runtime's: MODEL_TIMEOUT, MODEL_AUTH_ERROR,
-MODEL_UNREACHABLE, MODEL_ERROR.
+RUN_ERROR. The codes and their meaning are shared with the other runtime (``runtimes.model_errors``).
+
+A model failure anywhere ends the run: Strands hands a specialist's failure to the parent as an
+error tool result and would let the parent's model carry on, so once a model call of the run has
+failed, the run's next model call fails the same way at once, without asking the endpoint again.
 """
 
 from __future__ import annotations
@@ -15,20 +18,13 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
-import httpx
-import openai
 from ag_ui.core import BaseEvent, EventType
 from strands.models.openai import OpenAIModel
 from strands.types.streaming import StreamEvent
 
+from runtimes.model_errors import ModelError, describe
 
-class ModelError(Exception):
-    """A failed model call, with the RUN_ERROR ``code`` it becomes."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
+__all__ = ["ModelError", "NamingOpenAIModel", "begin_run", "describe", "name_model_errors", "recorded_failure_code"]
 
 _FAILURES: contextvars.ContextVar[list[ModelError] | None] = contextvars.ContextVar(
     "agui_strands_model_failures", default=None
@@ -41,36 +37,19 @@ def begin_run() -> None:
     _FAILURES.set([])
 
 
-def describe(exc: BaseException) -> ModelError | None:
-    """The model failure behind ``exc`` (searched along its causes), or None."""
-    seen: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in seen:
-        seen.append(current)
-        current = current.__cause__
-    for error in seen:
-        if isinstance(error, openai.APITimeoutError):
-            return ModelError("MODEL_TIMEOUT", "The model endpoint did not answer in time (AGUI_MODEL_TIMEOUT_S).")
-        if isinstance(error, openai.AuthenticationError | openai.PermissionDeniedError):
-            return ModelError(
-                "MODEL_AUTH_ERROR",
-                f"The model endpoint refused the API key (HTTP {error.status_code}); check OPENAI_API_KEY.",
-            )
-        if isinstance(error, openai.APIConnectionError):
-            return ModelError(
-                "MODEL_UNREACHABLE", f"Could not reach the model endpoint; check OPENAI_BASE_URL ({error})."
-            )
-        if isinstance(error, openai.APIStatusError):
-            return ModelError("MODEL_ERROR", f"The model endpoint answered HTTP {error.status_code}: {error.message}")
-        if isinstance(error, httpx.TransportError):
-            return ModelError("MODEL_ERROR", f"The connection to the model endpoint broke mid-answer ({error}).")
-    return None
+def recorded_failure_code() -> str | None:
+    """The code of the latest model failure of the current run, if any."""
+    failures = _FAILURES.get()
+    return failures[-1].code if failures else None
 
 
 class NamingOpenAIModel(OpenAIModel):
     """``OpenAIModel`` whose failures carry a readable message and a RUN_ERROR code."""
 
     async def stream(self, *args: Any, **kwargs: Any) -> AsyncGenerator[StreamEvent, None]:
+        failures = _FAILURES.get()
+        if failures:  # a model call of this run already failed (e.g. a specialist's): end the run
+            raise ModelError(failures[-1].code, str(failures[-1]))
         try:
             async for event in super().stream(*args, **kwargs):
                 yield event
@@ -78,9 +57,10 @@ class NamingOpenAIModel(OpenAIModel):
             named = describe(exc)
             if named is None:
                 raise
-            failures = _FAILURES.get()
             if failures is not None:
                 failures.append(named)
+            if named is exc:
+                raise
             raise named from exc
 
 

@@ -1,0 +1,71 @@
+"""Model failures as RUN_ERROR codes a client can act on, for every runtime.
+
+Both runtimes talk to an OpenAI-compatible endpoint through the OpenAI SDK (over httpx), so the
+same failure looks the same underneath, whatever the runtime wraps it in. :func:`describe` walks
+an exception's causes and names the failure:
+
+============================  ==========================================================
+code                          when
+============================  ==========================================================
+``MODEL_TIMEOUT``             the endpoint stayed silent longer than AGUI_MODEL_TIMEOUT_S
+                              (no answer at all, or a stall mid-stream)
+``MODEL_AUTH_ERROR``          the endpoint refused the key (HTTP 401/403)
+``MODEL_UNREACHABLE``         nothing answered at OPENAI_BASE_URL
+``MODEL_ERROR``               any other failure of the call (HTTP 5xx, a dropped stream)
+============================  ==========================================================
+
+What is runtime-specific stays with the runtime: where the failure is caught and how its code
+reaches the RUN_ERROR (``runtimes/strands/errors.py``, ``runtimes/msaf/errors.py``).
+"""
+
+from __future__ import annotations
+
+import httpx
+import openai
+
+
+class ModelError(Exception):
+    """A failed model call, with the RUN_ERROR ``code`` it becomes."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def causes(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what it was raised from, outermost first (``__cause__``, or a runtime's
+    ``inner_exception``)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or getattr(current, "inner_exception", None)
+    return chain
+
+
+def describe(exc: BaseException) -> ModelError | None:
+    """The model failure behind ``exc``, or None when the model is not what failed."""
+    for error in causes(exc):
+        named = _name(error)
+        if named is not None:
+            return named
+    return None
+
+
+def _name(error: BaseException) -> ModelError | None:
+    if isinstance(error, ModelError):
+        return error
+    if isinstance(error, openai.APITimeoutError | httpx.TimeoutException):
+        return ModelError("MODEL_TIMEOUT", "The model endpoint did not answer in time (AGUI_MODEL_TIMEOUT_S).")
+    if isinstance(error, openai.AuthenticationError | openai.PermissionDeniedError):
+        return ModelError(
+            "MODEL_AUTH_ERROR",
+            f"The model endpoint refused the API key (HTTP {error.status_code}); check OPENAI_API_KEY.",
+        )
+    if isinstance(error, openai.APIConnectionError):
+        return ModelError("MODEL_UNREACHABLE", f"Could not reach the model endpoint; check OPENAI_BASE_URL ({error}).")
+    if isinstance(error, openai.APIStatusError):
+        return ModelError("MODEL_ERROR", f"The model endpoint answered HTTP {error.status_code}: {error.message}")
+    if isinstance(error, httpx.TransportError):
+        return ModelError("MODEL_ERROR", f"The connection to the model endpoint broke mid-answer ({error}).")
+    return None

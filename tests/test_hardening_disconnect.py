@@ -1,0 +1,196 @@
+"""A client that goes away mid-run stops the run's work, and the thread stays usable.
+
+Over real HTTP on a slow scripted model (200 ms between chunks, so a delegation takes seconds):
+open the stream, read until the specialist is talking, close the connection. Then, on each route:
+
+* no model chunk is produced for that thread afterwards (the parent's model call and the
+  specialist are cancelled): every chunk the scripted models produce is recorded with the thread
+  of the run it belongs to (the emitter core's run context; a test-only wrapper, no product hook);
+* every task of the run has ended: the server loop is back to its idle task count;
+* the run log line says ``disconnected``; on Strands the thread's busy slot is free;
+* the next run on the thread works at once.
+
+The same holds for a run waiting on a real model endpoint that never answers: the HTTP call to
+the model is cancelled long before its own timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+
+import pytest
+
+import runtimes.msaf.model as msaf_model
+import runtimes.strands.model as strands_model
+from app.config import Settings
+from emitters.core import current_run
+from tests.fake_openai import API_KEY, fake_openai_server
+from tests.hardening_support import ROUTES, STRANDS, Server, arun, inspectable_server, open_stream, settle
+from tests.wire import run_input
+from verifier import verify_events
+
+DELAY_MS = 200
+STOP_WITHIN_S = 3.0
+"""Generous on a noisy 2-core machine; measured well under a second."""
+
+
+@dataclass
+class Chunks:
+    """Model chunks produced, by thread: (thread id, monotonic time)."""
+
+    seen: list[tuple[str | None, float]] = field(default_factory=list)
+
+    def record(self) -> None:
+        run = current_run()
+        self.seen.append((run.thread_id if run else None, time.monotonic()))
+
+    def of(self, thread_id: str, after: float) -> list[float]:
+        return [at - after for thread, at in self.seen if thread == thread_id and at > after]
+
+
+@pytest.fixture
+def chunks(monkeypatch: pytest.MonkeyPatch) -> Chunks:
+    """Record every chunk both scripted models stream (wrapping their streaming methods)."""
+    record = Chunks()
+    strands_paced = strands_model.ScriptedModel._paced
+    msaf_stream = msaf_model.ScriptedChatClient._stream
+
+    async def paced(self: object, events: object) -> AsyncIterator:
+        async for event in strands_paced(self, events):
+            record.record()
+            yield event
+
+    async def stream(self: object, step: object) -> AsyncIterator:
+        async for update in msaf_stream(self, step):
+            record.record()
+            yield update
+
+    monkeypatch.setattr(strands_model.ScriptedModel, "_paced", paced)
+    monkeypatch.setattr(msaf_model.ScriptedChatClient, "_stream", stream)
+    return record
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    with inspectable_server(Settings(agui_script_delay_ms=DELAY_MS, agui_keepalive_s=0.3)) as running:
+        yield running
+
+
+def run_log(caplog: pytest.LogCaptureFixture, run_id: str) -> list[dict]:
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "agui.run"]
+    return [line for line in lines if line["runId"] == run_id]
+
+
+async def read_then_leave(
+    server: Server, route: str, body: dict, until: Callable[[dict], bool]
+) -> tuple[list[dict], float]:
+    """Read events until ``until(event)`` is true, then close the connection; returns what was read
+    and when the connection was closed."""
+    seen: list[dict] = []
+    async with open_stream(server.base, route, body) as events:
+        async for event in events:
+            seen.append(event)
+            if until(event):
+                break
+    return seen, time.monotonic()
+
+
+def specialist_talking(event: dict) -> bool:
+    return event["type"] == "TEXT_MESSAGE_CONTENT" and "subagentRunId" in event
+
+
+def both_specialists_started(seen: list[dict]) -> Callable[[dict], bool]:
+    def until(event: dict) -> bool:
+        seen.append(event)
+        return sum(e["type"] == "SUBAGENT_STARTED" for e in seen) == 2
+
+    return until
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize(
+    "message", ["Research the history of Zanzibar", "Compare Zanzibar and Mombasa"], ids=["delegation", "parallel"]
+)
+async def test_disconnect_mid_delegation_stops_the_run_and_frees_the_thread(
+    server: Server, chunks: Chunks, caplog: pytest.LogCaptureFixture, route: str, message: str
+) -> None:
+    caplog.set_level(logging.INFO, logger="agui.run")
+    warm = await arun(server.base, route, run_input("Hello"), deadline_s=60)
+    assert warm.terminal["type"] == "RUN_FINISHED"
+    idle = len(server.tasks())
+    body = run_input(message)
+    thread_id = body["threadId"]
+    opened: list[dict] = []
+    until = specialist_talking if "Compare" not in message else both_specialists_started(opened)
+    seen, closed = await read_then_leave(server, route, body, until)
+    assert any(e["type"] == "SUBAGENT_STARTED" for e in seen)
+    assert chunks.of(thread_id, after=0), "the recorder saw the run's model chunks"
+
+    waited, left = settle(server, idle, within_s=STOP_WITHIN_S)
+    assert len(left) <= idle, f"{len(left) - idle} task(s) of the run still running after {waited:.1f} s: {left}"
+
+    time.sleep(2 * DELAY_MS / 1000)  # a model still running would have produced a chunk by now
+    late = chunks.of(thread_id, after=closed)
+    assert not late or max(late) < 0.5, f"model chunks after the client left: {late}"
+
+    [line] = run_log(caplog, body["runId"])
+    assert line["outcome"] == "disconnected" and line["threadId"] == thread_id
+    if route == STRANDS:
+        assert thread_id not in server.runner(route)._active_runs_by_thread, "the busy slot is still held"
+
+    follow_up = await arun(server.base, route, run_input("Hello there!", thread_id=thread_id), deadline_s=60)
+    assert verify_events(follow_up.events) == []
+    assert follow_up.terminal["type"] == "RUN_FINISHED", follow_up.terminal
+    assert 'You said: "Hello there!"' in follow_up.text()
+    print(f"{route} {message!r}: tasks back to idle {waited:.2f} s after close; last chunk {late}")
+
+
+@pytest.mark.parametrize("route", ROUTES)
+async def test_disconnect_right_after_the_run_starts(server: Server, chunks: Chunks, route: str) -> None:
+    idle = len(server.tasks())
+    body = run_input("Write a story about lighthouses")
+    _, closed = await read_then_leave(server, route, body, lambda event: event["type"] == "RUN_STARTED")
+    waited, left = settle(server, idle, within_s=STOP_WITHIN_S)
+    assert len(left) <= idle, f"{len(left) - idle} task(s) still running after {waited:.1f} s"
+    time.sleep(2 * DELAY_MS / 1000)
+    late = chunks.of(body["threadId"], after=closed)
+    assert not late or max(late) < 0.5, late
+    follow_up = await arun(server.base, route, run_input("Hello", thread_id=body["threadId"]), deadline_s=60)
+    assert follow_up.terminal["type"] == "RUN_FINISHED"
+
+
+def test_disconnect_while_the_model_endpoint_hangs_cancels_the_model_call() -> None:
+    """The model endpoint never answers and its timeout is long (30 s): leaving must not wait for it."""
+    with fake_openai_server() as endpoint:
+        settings = Settings(
+            agui_model="openai",
+            openai_base_url=endpoint,
+            openai_api_key=API_KEY,
+            agui_model_id="fake-hang",
+            agui_model_timeout_s=30,
+            agui_keepalive_s=0.2,
+        )
+        with inspectable_server(settings) as hung:
+            idle = len(hung.tasks())
+            for route in ROUTES:
+                body = run_input("Hello there!")
+
+                async def leave_during_silence(route: str = route, body: dict = body) -> float:
+                    async with open_stream(hung.base, route, body) as events:
+                        async for event in events:
+                            if event["type"] == "RUN_STARTED":
+                                break
+                        await asyncio.sleep(0.5)  # the model call is in flight; keepalives flow
+                    return time.monotonic()
+
+                asyncio.run(asyncio.wait_for(leave_during_silence(), timeout=20))
+                waited, left = settle(hung, idle, within_s=STOP_WITHIN_S)
+                assert len(left) <= idle, f"{route}: {len(left) - idle} task(s) still waiting on the model: {left}"
+                if route == STRANDS:
+                    assert body["threadId"] not in hung.runner(route)._active_runs_by_thread
+                print(f"{route} hung model: tasks back to idle {waited:.2f} s after close")
