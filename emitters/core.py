@@ -34,9 +34,8 @@ import asyncio
 import contextvars
 import logging
 import threading
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
-from dataclasses import dataclass, field
 
 from ag_ui.core import (
     BaseEvent,
@@ -102,48 +101,8 @@ class NativeLatch:
             )
 
 
-class SuspendedSubagents:
-    """Subagents a run left ``suspended``, per thread, so the resuming run may continue them.
-
-    Bounded (least recently used threads are forgotten) so memory does not grow with every
-    thread ever seen.
-    """
-
-    def __init__(self, max_threads: int = 1024) -> None:
-        self._by_thread: OrderedDict[str, dict[str, str]] = OrderedDict()
-        self._max_threads = max_threads
-
-    def get(self, thread_id: str) -> dict[str, str]:
-        return dict(self._by_thread.get(thread_id, {}))
-
-    def put(self, thread_id: str, subagents: dict[str, str]) -> None:
-        self._by_thread.pop(thread_id, None)
-        if subagents:
-            self._by_thread[thread_id] = dict(subagents)
-            while len(self._by_thread) > self._max_threads:
-                self._by_thread.popitem(last=False)
-
-
-@dataclass
-class RouteEmitterState:
-    """The cross-run state of one route's emitter: the latch and the suspended registry."""
-
-    route: str
-    latch: NativeLatch = field(init=False)
-    suspended: SuspendedSubagents = field(default_factory=SuspendedSubagents)
-
-    def __post_init__(self) -> None:
-        self.latch = NativeLatch(self.route)
-
-
 InterruptOwner = Callable[[Interrupt], "str | None"]
 """Dialect hook: the parent tool call id of the delegation that raised this interrupt, if any."""
-
-
-@dataclass
-class _Open:
-    name: str
-    parent_tool_call_id: str
 
 
 class SubagentRun:
@@ -156,22 +115,19 @@ class SubagentRun:
 
     def __init__(
         self,
-        route_state: RouteEmitterState,
+        latch: NativeLatch,
         *,
-        thread_id: str,
         interrupt_owner: InterruptOwner | None = None,
     ) -> None:
-        self._route = route_state
-        self.thread_id = thread_id
+        self._latch = latch
         self._interrupt_owner = interrupt_owner
         self._sink: deque[BaseEvent] = deque()
         self._wakeup = asyncio.Event()
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
-        self._open: dict[str, _Open] = {}
+        self._open: dict[str, None] = {}  # open subagent ids, in start order (an ordered set)
         self._finished: set[str] = set()
         self._minted: set[str] = set()
-        self._continuable = route_state.suspended.get(thread_id)
         self._tool_calls_open_on_wire: set[str] = set()
         self._tool_call_ends_sent_early: set[str] = set()
         self.ended = False
@@ -181,7 +137,7 @@ class SubagentRun:
     @property
     def native(self) -> bool:
         """True once the bridge emits SUBAGENT_* itself: dialects may skip their work."""
-        return self._route.latch.tripped
+        return self._latch.tripped
 
     def start(self, parent_tool_call_id: str, name: str, description: str | None = None) -> str:
         """Announce the subagent a delegation tool call starts; returns its ``subagentRunId``.
@@ -200,8 +156,7 @@ class SubagentRun:
             self._put(ToolCallEndEvent(tool_call_id=parent_tool_call_id))
             self._tool_call_ends_sent_early.add(parent_tool_call_id)
             self._tool_calls_open_on_wire.discard(parent_tool_call_id)
-        self._continuable.pop(subagent_id, None)
-        self._open[subagent_id] = _Open(name, parent_tool_call_id)
+        self._open[subagent_id] = None
         self._minted.add(subagent_id)
         self._put(
             SubagentStartedEvent(
@@ -221,8 +176,9 @@ class SubagentRun:
 
     def finish(self, subagent_id: str, result: object | None = None) -> None:
         """Close a subagent that completed (no-op if it is not open)."""
-        if self._open.pop(subagent_id, None) is None:
+        if subagent_id not in self._open:
             return
+        del self._open[subagent_id]
         self._finished.add(subagent_id)
         self._put(
             SubagentFinishedEvent(
@@ -232,8 +188,9 @@ class SubagentRun:
 
     def fail(self, subagent_id: str, message: str, code: str | None = None) -> None:
         """Close a subagent whose specialist failed (no-op if it is not open)."""
-        if self._open.pop(subagent_id, None) is None:
+        if subagent_id not in self._open:
             return
+        del self._open[subagent_id]
         self._finished.add(subagent_id)
         self._put(SubagentErrorEvent(subagent_run_id=subagent_id, message=message or "subagent failed", code=code))
 
@@ -290,7 +247,7 @@ class SubagentRun:
 
     def _stand_down(self, event: BaseEvent) -> list[BaseEvent]:
         """Latch native mode; close what we announced, neutrally (no outcome)."""
-        self._route.latch.trip(event)
+        self._latch.trip(event)
         self._drain()  # injected content not yet sent is dropped: the bridge now speaks for it
         closes: list[BaseEvent] = [SubagentFinishedEvent(subagent_run_id=sid) for sid in self._open]
         self._finished.update(self._open)
@@ -304,7 +261,6 @@ class SubagentRun:
         if not interrupts:
             for subagent_id in list(self._open):
                 self.finish(subagent_id)
-            self._route.suspended.put(self.thread_id, {})  # nothing is left to continue
             return [*out, *self._drain(), event]
         owned: dict[str, list[str]] = {}
         rewritten: list[Interrupt] = []
@@ -315,17 +271,14 @@ class SubagentRun:
                 owned.setdefault(subagent_id, []).append(interrupt.id)
                 interrupt = interrupt.model_copy(update={"subagent_run_id": subagent_id})
             rewritten.append(interrupt)
-        suspended: dict[str, str] = {}
-        for subagent_id, info in list(self._open.items()):
+        for subagent_id in list(self._open):
             out.append(
                 SubagentFinishedEvent(
                     subagent_run_id=subagent_id,
                     outcome=SubagentFinishedSuspendedOutcome(interrupt_ids=owned.get(subagent_id) or None),
                 )
             )
-            suspended[subagent_id] = info.name
         self._open.clear()
-        self._route.suspended.put(self.thread_id, suspended)
         new_outcome = outcome.model_copy(update={"interrupts": rewritten})
         return [*out, event.model_copy(update={"outcome": new_outcome})]
 
@@ -363,7 +316,7 @@ def without_subagents(events: Iterable[BaseEvent]) -> list[BaseEvent]:
 
 async def emit_subagents(
     bridge_events: AsyncIterator[BaseEvent],
-    route_state: RouteEmitterState,
+    latch: NativeLatch,
     *,
     thread_id: str,
     run_id: str,
@@ -378,7 +331,7 @@ async def emit_subagents(
     A bridge step that raises becomes RUN_ERROR (with ``error_code(exc)``), after closing every
     open subagent, so the stream always ends with a terminal event.
     """
-    run = SubagentRun(route_state, thread_id=thread_id, interrupt_owner=interrupt_owner)
+    run = SubagentRun(latch, interrupt_owner=interrupt_owner)
     context = contextvars.copy_context()
     context.run(CURRENT_RUN.set, run)
     loop = asyncio.get_running_loop()

@@ -30,7 +30,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from emitters.core import (
-    RouteEmitterState,
+    NativeLatch,
     current_run,
     emit_subagents,
     subagent_events_enabled,
@@ -45,9 +45,9 @@ def wire(events: list[BaseEvent]) -> list[dict]:
     return [event.model_dump(mode="json", by_alias=True, exclude_none=True) for event in events]
 
 
-async def collect(bridge: AsyncIterator[BaseEvent], state: RouteEmitterState | None = None, **kw) -> list[dict]:
-    state = state or RouteEmitterState("/test/agent")
-    out = [event async for event in emit_subagents(bridge, state, thread_id=THREAD, run_id=RUN, **kw)]
+async def collect(bridge: AsyncIterator[BaseEvent], latch: NativeLatch | None = None, **kw) -> list[dict]:
+    latch = latch or NativeLatch("/test/agent")
+    out = [event async for event in emit_subagents(bridge, latch, thread_id=THREAD, run_id=RUN, **kw)]
     return wire(out)
 
 
@@ -120,7 +120,7 @@ async def test_injected_events_stream_live_while_the_bridge_waits() -> None:
         yield ToolCallResultEvent(message_id="r", tool_call_id="c", content="done")
         yield RunFinishedEvent(thread_id=THREAD, run_id=RUN)
 
-    stream = emit_subagents(slow_bridge(), RouteEmitterState("/t"), thread_id=THREAD, run_id=RUN)
+    stream = emit_subagents(slow_bridge(), NativeLatch("/t"), thread_id=THREAD, run_id=RUN)
     async for event in stream:
         seen_before_release.append(event.type.value)
         if event.type.value == "TEXT_MESSAGE_END":
@@ -193,7 +193,7 @@ def owner(interrupt: Interrupt) -> str | None:
 
 
 async def test_interrupt_mid_delegation_suspends_and_resume_continues_the_same_id() -> None:
-    state = RouteEmitterState("/t")
+    state = NativeLatch("/t")
     first = await collect(interrupted_bridge(), state, interrupt_owner=owner)
     assert verify_events(first) == []
     sid = subagent_run_id_for("call-1")
@@ -278,7 +278,7 @@ async def test_disabled_keeps_specialist_content_but_no_lifecycle_or_attribution
 
 
 async def test_native_bridge_latches_stand_down_for_the_whole_route() -> None:
-    state = RouteEmitterState("/t")
+    state = NativeLatch("/t")
 
     async def native_mid_delegation() -> AsyncIterator[BaseEvent]:
         yield RunStartedEvent(thread_id=THREAD, run_id=RUN)
@@ -296,7 +296,7 @@ async def test_native_bridge_latches_stand_down_for_the_whole_route() -> None:
         yield RunFinishedEvent(thread_id=THREAD, run_id=RUN)
 
     first = await collect(native_mid_delegation(), state)
-    assert state.latch.tripped
+    assert state.tripped
     assert verify_events(first) == []
     ours = [e for e in first if e.get("subagentRunId") == subagent_run_id_for("c")]
     assert [e["type"] for e in ours] == ["SUBAGENT_STARTED", "SUBAGENT_FINISHED"]
@@ -319,7 +319,7 @@ async def test_consumer_that_stops_reading_closes_the_bridge() -> None:
         finally:
             closed.set()
 
-    stream = emit_subagents(endless(), RouteEmitterState("/t"), thread_id=THREAD, run_id=RUN)
+    stream = emit_subagents(endless(), NativeLatch("/t"), thread_id=THREAD, run_id=RUN)
     await stream.__anext__()
     await stream.aclose()
     await asyncio.wait_for(closed.wait(), timeout=1)
@@ -338,7 +338,7 @@ async def test_cancelled_consumer_cancels_the_pending_bridge_step() -> None:
         yield RunFinishedEvent(thread_id=THREAD, run_id=RUN)
 
     async def consume() -> None:
-        async for _ in emit_subagents(hung(), RouteEmitterState("/t"), thread_id=THREAD, run_id=RUN):
+        async for _ in emit_subagents(hung(), NativeLatch("/t"), thread_id=THREAD, run_id=RUN):
             pass
 
     task = asyncio.create_task(consume())

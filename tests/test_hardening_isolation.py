@@ -30,7 +30,7 @@ import jsonpatch
 import pytest
 
 from app.config import Settings
-from emitters.core import SubagentRun, SuspendedSubagents
+from emitters.core import SubagentRun
 from runtimes import script
 from runtimes.msaf.cancel import GatedCall, PendingApprovals
 from runtimes.strands.cache import ThreadAgentCache
@@ -172,7 +172,6 @@ def test_fifty_concurrent_runs_are_isolated_bounded_and_leave_nothing_behind(ser
             assert len(getattr(runner, name, {})) <= CACHE_SIZE, name
     else:
         assert not runner._pending_approvals._by_thread
-    assert not runner._emitter_state.suspended._by_thread
     # Counted process-wide, so compared with before the load (other tests' servers live here too).
     for kind in (
         "strands.agent.agent.Agent",  # the per-thread agents: the cache holds CACHE_SIZE before and after
@@ -194,15 +193,12 @@ def test_fifty_concurrent_runs_are_isolated_bounded_and_leave_nothing_behind(ser
 
 
 def test_the_per_thread_registries_keep_at_most_their_size_most_recent_first() -> None:
-    suspended = SuspendedSubagents(max_threads=3)
     pending = PendingApprovals(max_threads=3)
     for thread in ("t1", "t2", "t3", "t4", "t5"):
-        suspended.put(thread, {f"{thread}-sub": "research_specialist"})
         pending.put(thread, {f"{thread}-interrupt": GatedCall(f"{thread}-call", "delete_file", {})})
-    for registry in (suspended, pending):
-        assert list(registry._by_thread) == ["t3", "t4", "t5"]
-        registry.put("t4", {})  # answered: forgotten at once
-        assert list(registry._by_thread) == ["t3", "t5"]
+    assert list(pending._by_thread) == ["t3", "t4", "t5"]
+    pending.put("t4", {})  # answered: forgotten at once
+    assert list(pending._by_thread) == ["t3", "t5"]
 
 
 def test_the_thread_cache_drops_idle_threads_before_paused_ones_and_stays_bounded() -> None:
@@ -262,9 +258,9 @@ def test_unanswered_approvals_cannot_grow_the_strands_cache() -> None:
 )
 def test_an_answered_approval_leaves_nothing_in_the_routes_registries(server: Server, route: str, message: str) -> None:
     runner = server.runner(route)
-    registry = runner._emitter_state.suspended if route == STRANDS else runner._pending_approvals
+    registry = runner._pending_interrupts_by_thread if route == STRANDS else runner._pending_approvals._by_thread
     body, first = interrupted_run(server.base, route, message)
-    assert body["threadId"] in registry._by_thread
+    assert body["threadId"] in registry
     answered = resume_all(server.base, route, body, first)
     assert answered.terminal["type"] == "RUN_FINISHED" and not answered.interrupts()
-    assert body["threadId"] not in registry._by_thread
+    assert body["threadId"] not in registry

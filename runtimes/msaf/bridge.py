@@ -19,7 +19,7 @@ from fastapi import FastAPI
 from app.config import Settings
 from app.mounting import agent_route
 from app.runlog import log_run
-from emitters.core import RouteEmitterState, emit_subagents, subagent_events_enabled
+from emitters.core import NativeLatch, emit_subagents, subagent_events_enabled
 from runtimes import script
 from runtimes.msaf.agents import build_assistant
 from runtimes.msaf.cancel import PendingApprovals, complete_cancelled_approvals
@@ -47,7 +47,7 @@ class EmittingAgentFrameworkAgent(AgentFrameworkAgent):
         )
         self._settings = settings
         self._runtime_name = runtime_name
-        self._emitter_state = RouteEmitterState(route)
+        self._native_latch = NativeLatch(route)
         self._pending_approvals = PendingApprovals()
 
     async def run(
@@ -63,7 +63,7 @@ class EmittingAgentFrameworkAgent(AgentFrameworkAgent):
         events = complete_cancelled_approvals(events, input_data, self._pending_approvals, thread_id=thread_id)
         events = emit_subagents(
             events,
-            self._emitter_state,
+            self._native_latch,
             thread_id=thread_id,
             run_id=run_id,
             enabled=subagent_events_enabled(forwarded_props, self._settings.agui_subagent_events),

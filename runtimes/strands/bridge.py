@@ -23,7 +23,7 @@ from ag_ui_strands.config import ToolCallContext, ToolResultContext
 from app.config import Settings
 from app.runlog import log_run
 from emitters import strands as dialect
-from emitters.core import RouteEmitterState, emit_subagents, subagent_events_enabled
+from emitters.core import NativeLatch, emit_subagents, subagent_events_enabled
 from runtimes.script import DELETE_FILE, RESEARCH_SPECIALIST, UPDATE_RECIPE, WRITE_DOCUMENT
 from runtimes.strands import errors
 from runtimes.strands.agents import APPROVAL, SUBAGENT_DESCRIPTION, parent_template
@@ -60,7 +60,7 @@ class EmittingStrandsAgent(StrandsAgent):
             ],
             agents_by_thread=self._thread_cache,
         )
-        self._emitter_state = RouteEmitterState(route)
+        self._native_latch = NativeLatch(route)
         self._subagent_events = settings.agui_subagent_events
 
     async def run(self, input_data: RunAgentInput, **kwargs: Any) -> AsyncIterator[BaseEvent]:
@@ -68,7 +68,7 @@ class EmittingStrandsAgent(StrandsAgent):
         errors.begin_run()
         events = emit_subagents(
             errors.name_model_errors(complete_snapshots(super().run(input_data, **kwargs))),
-            self._emitter_state,
+            self._native_latch,
             thread_id=input_data.thread_id,
             run_id=input_data.run_id,
             enabled=subagent_events_enabled(input_data.forwarded_props, self._subagent_events),
