@@ -117,9 +117,11 @@ class SubagentRun:
         self,
         latch: NativeLatch,
         *,
+        thread_id: str,
         interrupt_owner: InterruptOwner | None = None,
     ) -> None:
         self._latch = latch
+        self.thread_id = thread_id  # whose run this is, for logs and observers
         self._interrupt_owner = interrupt_owner
         self._sink: deque[BaseEvent] = deque()
         self._wakeup = asyncio.Event()
@@ -331,7 +333,7 @@ async def emit_subagents(
     A bridge step that raises becomes RUN_ERROR (with ``error_code(exc)``), after closing every
     open subagent, so the stream always ends with a terminal event.
     """
-    run = SubagentRun(latch, interrupt_owner=interrupt_owner)
+    run = SubagentRun(latch, thread_id=thread_id, interrupt_owner=interrupt_owner)
     context = contextvars.copy_context()
     context.run(CURRENT_RUN.set, run)
     loop = asyncio.get_running_loop()

@@ -28,8 +28,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.config import Settings
 from app.factory import create_app
-from tests.wire import EVENT_ADAPTER, Run, free_port
-from verifier import parse_sse
+from tests.wire import REQUEST_HEADERS, Run, StreamReader, free_port
 
 STRANDS = "/strands/agent"
 MSAF = "/msaf/agent"
@@ -119,29 +118,15 @@ def settle(server: Server, baseline: int, *, within_s: float) -> tuple[float, li
 # --- bounded clients -------------------------------------------------------------------------
 
 
-HEADERS = {"content-type": "application/json", "accept": "text/event-stream"}
 
 
 async def _read(client: httpx.AsyncClient, url: str, body: dict | bytes, headers: dict) -> Run:
     payload = body if isinstance(body, bytes) else json.dumps(body).encode()
-    raw = pending = b""
-    events: list[dict] = []
-    arrival: list[float] = []
-    async with client.stream("POST", url, content=payload, headers={**HEADERS, **headers}) as response:
+    reader = StreamReader()
+    async with client.stream("POST", url, content=payload, headers={**REQUEST_HEADERS, **headers}) as response:
         async for chunk in response.aiter_bytes():
-            raw += chunk
-            pending = (pending + chunk).replace(b"\r\n", b"\n")
-            *frames, pending = pending.split(b"\n\n")
-            decoded = parse_sse(b"\n\n".join(frames) + b"\n\n") if frames else []
-            events.extend(decoded)
-            arrival.extend([time.monotonic()] * len(decoded))
-        status = response.status_code
-    if status != 200:
-        return Run(status=status, raw=raw)
-    events.extend(parse_sse(pending))
-    for event in events:
-        EVENT_ADAPTER.validate_python(event)  # every event is valid against the protocol's models
-    return Run(status=status, raw=raw, events=events, arrival=arrival)
+            reader.feed(chunk)
+    return reader.run(response.status_code)
 
 
 async def arun(
@@ -171,7 +156,7 @@ async def open_stream(base: str, route: str, body: dict, *, deadline_s: float = 
     """Open a run's stream and yield an async iterator of its decoded events; leaving the block
     closes the connection (a client that stops reading and goes away)."""
     async with httpx.AsyncClient(timeout=deadline_s) as client:
-        async with client.stream("POST", f"{base}{route}", json=body, headers=HEADERS) as response:
+        async with client.stream("POST", f"{base}{route}", json=body, headers=REQUEST_HEADERS) as response:
             assert response.status_code == 200
 
             async def events() -> AsyncIterator[dict]:

@@ -116,26 +116,43 @@ class Run:
         return outcome.get("interrupts", []) if outcome.get("type") == "interrupt" else []
 
 
+class StreamReader:
+    """Decodes an SSE body chunk by chunk as it arrives, timing each event; ``run()`` ends it."""
+
+    def __init__(self) -> None:
+        self.raw = b""
+        self._pending = b""
+        self._events: list[dict] = []
+        self._arrival: list[float] = []
+
+    def feed(self, chunk: bytes) -> None:
+        self.raw += chunk
+        self._pending = (self._pending + chunk).replace(b"\r\n", b"\n")
+        *frames, self._pending = self._pending.split(b"\n\n")
+        decoded = parse_sse(b"\n\n".join(frames) + b"\n\n") if frames else []
+        self._events.extend(decoded)
+        self._arrival.extend([time.monotonic()] * len(decoded))
+
+    def run(self, status: int) -> Run:
+        """The finished response; every event is checked against the protocol's pydantic models."""
+        if status != 200:
+            return Run(status=status, raw=self.raw)
+        events = self._events + parse_sse(self._pending)
+        for event in events:
+            EVENT_ADAPTER.validate_python(event)
+        return Run(status=status, raw=self.raw, events=events, arrival=self._arrival)
+
+
+REQUEST_HEADERS = {"content-type": "application/json", "accept": "text/event-stream"}
+
+
 def post_run(base: str, route: str, body: dict | bytes, *, headers: dict | None = None, timeout: float = 60) -> Run:
     """POST ``body`` to ``route`` and read the whole SSE stream, timing each event's arrival."""
     payload = body if isinstance(body, bytes) else json.dumps(body).encode()
-    all_headers = {"content-type": "application/json", "accept": "text/event-stream", **(headers or {})}
-    raw = b""
-    pending = b""
-    events: list[dict] = []
-    arrival: list[float] = []
-    with httpx.stream("POST", f"{base}{route}", content=payload, headers=all_headers, timeout=timeout) as response:
+    reader = StreamReader()
+    with httpx.stream(
+        "POST", f"{base}{route}", content=payload, headers={**REQUEST_HEADERS, **(headers or {})}, timeout=timeout
+    ) as response:
         for chunk in response.iter_bytes():
-            raw += chunk
-            pending = (pending + chunk).replace(b"\r\n", b"\n")
-            *frames, pending = pending.split(b"\n\n")
-            decoded = parse_sse(b"\n\n".join(frames) + b"\n\n")
-            events.extend(decoded)
-            arrival.extend([time.monotonic()] * len(decoded))
-        status = response.status_code
-    if status != 200:
-        return Run(status=status, raw=raw)
-    events.extend(parse_sse(pending))
-    for event in events:
-        EVENT_ADAPTER.validate_python(event)  # every event is valid against the protocol's models
-    return Run(status=status, raw=raw, events=events, arrival=arrival)
+            reader.feed(chunk)
+    return reader.run(response.status_code)
