@@ -235,10 +235,10 @@ class SubagentRun:
             if subagent_id is not None:
                 self.finish(subagent_id)
                 return [*self._drain(), event]
-        elif kind == EventType.RUN_FINISHED:
-            return [*self._close_for_finish(event), *self._end()]
-        elif kind == EventType.RUN_ERROR:
-            return [*self._close_for_error(event), event, *self._end()]
+        elif kind in TERMINAL_TYPES:
+            closed = self._close_for_finish(event) if kind == EventType.RUN_FINISHED else self._close_for_error(event)
+            self.ended = True  # only now: the closes above go through the sink
+            return closed
         return [event]
 
     def _comes_from_native_bridge(self, event: BaseEvent) -> bool:
@@ -288,11 +288,7 @@ class SubagentRun:
         out = self._drain()
         for subagent_id in list(self._open):
             self.fail(subagent_id, f"the run ended with an error: {event.message}", code="PARENT_RUN_ERROR")
-        return [*out, *self._drain()]
-
-    def _end(self) -> list[BaseEvent]:
-        self.ended = True
-        return []
+        return [*out, *self._drain(), event]
 
 
 def _attributed(event: BaseEvent, subagent_id: str) -> BaseEvent:
@@ -361,6 +357,10 @@ async def emit_subagents(
             try:
                 event = step.result()
             except StopAsyncIteration:
+                if started:  # a bridge that stops mid-run must not leave the client a cut stream
+                    error = RunErrorEvent(message="The run ended without a terminal event.", code="INCOMPLETE_RUN")
+                    for event in out(run._on_bridge_event(error)):
+                        yield event
                 break
             except Exception as exc:  # the bridge escaped its own error handling
                 logger.exception("bridge run failed on thread %s", thread_id)

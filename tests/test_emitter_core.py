@@ -246,6 +246,19 @@ async def test_a_bridge_that_raises_still_ends_with_a_terminal_event() -> None:
     assert verify_events(events) == []
 
 
+async def test_a_bridge_that_stops_mid_run_gets_a_terminal_event() -> None:
+    async def cut() -> AsyncIterator[BaseEvent]:
+        yield RunStartedEvent(thread_id=THREAD, run_id=RUN)
+        yield ToolCallStartEvent(tool_call_id="c", tool_call_name="research_specialist")
+        yield ToolCallEndEvent(tool_call_id="c")
+        current_run().start("c", "research_specialist")
+
+    events = await collect(cut())
+    assert [e["type"] for e in events][-2:] == ["SUBAGENT_ERROR", "RUN_ERROR"]
+    assert events[-1]["code"] == "INCOMPLETE_RUN"
+    assert verify_events(events) == []
+
+
 async def test_nothing_is_injected_after_the_terminal_event() -> None:
     async def late_injection() -> AsyncIterator[BaseEvent]:
         yield RunStartedEvent(thread_id=THREAD, run_id=RUN)
