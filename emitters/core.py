@@ -14,13 +14,13 @@ test (``tests/test_native_probe.py``) fails loudly so the team deletes this on p
 
 How it works, per run:
 
-* The bridge's event stream is pulled one step at a time, every step in one ``contextvars``
-  context in which :data:`CURRENT_RUN` is this run's :class:`SubagentRun`. Tools, hooks and
-  middleware that the bridge runs inside that step find the run there and *inject* events
-  into its sink (a deque) while the bridge generator is still suspended inside the tool.
-* Injected events are forwarded live, while the bridge step is pending; before each bridge event
-  is forwarded, everything injected so far goes out first. Nothing goes out after RUN_FINISHED
-  or RUN_ERROR.
+* The bridge's event stream is pulled by one task per run, in one ``contextvars`` context in
+  which :data:`CURRENT_RUN` is this run's :class:`SubagentRun`. Tools, hooks and middleware that
+  the bridge runs find the run there and *inject* events into its sink (a deque) while the
+  bridge generator is suspended inside the tool.
+* Injected events are forwarded live, while the bridge is inside the tool; before each bridge
+  event is forwarded, everything injected so far goes out first. Nothing goes out after
+  RUN_FINISHED or RUN_ERROR.
 * Lifecycle rules are enforced here, not in dialects: deterministic ids from the parent tool
   call id, no id started twice in a run, every open subagent closed before its parent's
   TOOL_CALL_RESULT and before the terminal event (``suspended`` with its interrupt ids when the
@@ -312,6 +312,13 @@ def without_subagents(events: Iterable[BaseEvent]) -> list[BaseEvent]:
     return out
 
 
+PUMP_AHEAD = 64
+"""How many wire events the bridge may run ahead of a slow client before it waits (backpressure)."""
+
+_closing_pumps: set[asyncio.Task] = set()
+"""Strong references to cancelled pumps still unwinding (the loop only keeps weak ones)."""
+
+
 async def emit_subagents(
     bridge_events: AsyncIterator[BaseEvent],
     latch: NativeLatch,
@@ -324,74 +331,88 @@ async def emit_subagents(
 ) -> AsyncIterator[BaseEvent]:
     """Wrap one bridge run: merge injected subagent events in, live and in order.
 
+    One *pump* task per run pulls the bridge, in the run's own context, and turns each bridge
+    event into its wire events the moment the bridge emits it (what was injected before it, then
+    the closes it implies, then the event), appending to ``ready``. This generator yields from
+    ``ready``; when ``ready`` is empty and the bridge sits inside a tool, it forwards what the
+    tool injects, live. Everything earlier is already out by then, so the order is the bridge's.
+
     ``enabled=False`` (the setting or a per-request override) still runs the dialect so the
     specialist's content reaches the client, but strips lifecycle events and attribution.
-    A bridge step that raises becomes RUN_ERROR (with ``error_code(exc)``), after closing every
-    open subagent, so the stream always ends with a terminal event.
+    A bridge that raises, or stops mid-run, still ends the stream with RUN_ERROR (with
+    ``error_code(exc)``, or ``INCOMPLETE_RUN``) after every open subagent is closed.
     """
     run = SubagentRun(latch, thread_id=thread_id, interrupt_owner=interrupt_owner)
     context = contextvars.copy_context()
     context.run(CURRENT_RUN.set, run)
-    loop = asyncio.get_running_loop()
-    iterator = bridge_events.__aiter__()
+    ready: deque[BaseEvent] = deque()
+    has_room = asyncio.Event()
+    has_room.set()
     started = False
-    step: asyncio.Task | None = None
+    pumping = True
 
-    def out(events: list[BaseEvent]) -> list[BaseEvent]:
-        return events if enabled else without_subagents(events)
+    def send(events: list[BaseEvent]) -> None:
+        ready.extend(events if enabled else without_subagents(events))
+        run._wakeup.set()
 
-    try:
-        while not run.ended:
-            step = loop.create_task(iterator.__anext__(), context=context)
-            while not step.done():
-                if started and run._sink:
-                    for event in out(run._drain()):
-                        yield event
+    async def pump() -> None:
+        nonlocal started, pumping
+        iterator = bridge_events.__aiter__()
+        try:
+            async for event in iterator:
+                if not started:
+                    started = event.type == EventType.RUN_STARTED
+                    send([event])
+                    await asyncio.sleep(0)  # let the client see the run start at once
                     continue
-                run._wakeup.clear()
-                waiter = loop.create_task(run._wakeup.wait())
+                send([*run._drain(), *run._on_bridge_event(event)])
+                if run.ended:
+                    return
+                if len(ready) >= PUMP_AHEAD:
+                    has_room.clear()
+                    await has_room.wait()
+            if started:  # a bridge that stops mid-run must not leave the client a cut stream
+                send(run._on_bridge_event(RunErrorEvent(message="The run ended early.", code="INCOMPLETE_RUN")))
+        except Exception as exc:  # the bridge escaped its own error handling
+            logger.exception("bridge run failed on thread %s", thread_id)
+            opening: list[BaseEvent] = [] if started else [RunStartedEvent(thread_id=thread_id, run_id=run_id)]
+            started = True
+            error = RunErrorEvent(message=str(exc) or type(exc).__name__, code=error_code(exc))
+            send([*opening, *run._on_bridge_event(error)])
+        finally:
+            pumping = False
+            run._wakeup.set()
+            closer = getattr(iterator, "aclose", None)
+            if closer is not None:
                 try:
-                    await asyncio.wait({step, waiter}, return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    waiter.cancel()
-            try:
-                event = step.result()
-            except StopAsyncIteration:
-                if started:  # a bridge that stops mid-run must not leave the client a cut stream
-                    error = RunErrorEvent(message="The run ended without a terminal event.", code="INCOMPLETE_RUN")
-                    for event in out(run._on_bridge_event(error)):
-                        yield event
-                break
-            except Exception as exc:  # the bridge escaped its own error handling
-                logger.exception("bridge run failed on thread %s", thread_id)
-                prefix: list[BaseEvent] = [] if started else [RunStartedEvent(thread_id=thread_id, run_id=run_id)]
-                error = RunErrorEvent(message=str(exc) or type(exc).__name__, code=error_code(exc))
-                for event in out([*prefix, *run._on_bridge_event(error)]):
-                    yield event
-                break
-            finally:
-                step = None
-            if not started and event.type == EventType.RUN_STARTED:
-                started = True
-                events = [event]
+                    await closer()
+                except Exception:  # noqa: BLE001 - the run is over; closing is best effort
+                    logger.debug("bridge iterator raised while closing", exc_info=True)
+
+    pump_task = asyncio.get_running_loop().create_task(pump(), context=context)
+    try:
+        while True:
+            if ready:
+                yield ready.popleft()
+                if len(ready) < PUMP_AHEAD // 2:
+                    has_room.set()
+            elif started and run._sink and not run.ended:
+                send(run._drain())  # live: injected while the bridge is inside a tool
+            elif not pumping:
+                return
             else:
-                events = [*run._drain(), *run._on_bridge_event(event)] if started else [event]
-            for forwarded in out(events):
-                yield forwarded
+                run._wakeup.clear()
+                await run._wakeup.wait()
     finally:
         run.ended = True
-        if step is not None and not step.done():
-            step.cancel()
+        if not pump_task.done():
+            pump_task.cancel()
+            _closing_pumps.add(pump_task)
+            pump_task.add_done_callback(_closing_pumps.discard)
             try:
-                await step
-            except BaseException:  # noqa: BLE001 - the step's own outcome no longer matters
+                await pump_task
+            except BaseException:  # noqa: BLE001 - the pump's own outcome no longer matters
                 pass
-        closer = getattr(iterator, "aclose", None)
-        if closer is not None:
-            try:
-                await loop.create_task(closer(), context=context)
-            except Exception:  # noqa: BLE001
-                logger.debug("bridge iterator raised while closing", exc_info=True)
 
 
 def subagent_events_enabled(forwarded_props: object, default: bool) -> bool:
