@@ -26,40 +26,52 @@ class SSEKeepalive:
         if scope["type"] != "http" or scope["path"] not in self.paths:
             await self.app(scope, receive, send)
             return
-        lock = asyncio.Lock()
-        loop = asyncio.get_running_loop()
-        last_write = loop.time()
-        streaming = False
-        finished = asyncio.Event()
-
-        async def guarded_send(message: Message) -> None:
-            nonlocal last_write, streaming
-            async with lock:
-                if message["type"] == "http.response.start":
-                    headers = dict(message.get("headers", []))
-                    streaming = headers.get(b"content-type", b"").startswith(b"text/event-stream")
-                elif message["type"] == "http.response.body" and not message.get("more_body", False):
-                    finished.set()
-                await send(message)
-                last_write = loop.time()
-
-        async def pulse() -> None:
-            while not finished.is_set():
-                wait = last_write + self.interval_s - loop.time()
-                if wait > 0:
-                    with contextlib.suppress(asyncio.TimeoutError):
-                        await asyncio.wait_for(finished.wait(), timeout=wait)
-                    continue
-                if streaming:
-                    await guarded_send({"type": "http.response.body", "body": KEEPALIVE_FRAME, "more_body": True})
-                else:
-                    await asyncio.sleep(self.interval_s)
-
-        pulser = asyncio.create_task(pulse())
+        pulse = _Pulse(send, self.interval_s)
         try:
-            await self.app(scope, receive, guarded_send)
+            await self.app(scope, receive, pulse.send)
         finally:
-            finished.set()
-            pulser.cancel()
+            await pulse.stop()
+
+
+class _Pulse:
+    """One response's keepalive: a timer (no task, no lock) that checks how long the stream has been
+    silent and, only then, writes a comment. Each ASGI message is written whole by the server, so a
+    comment can only ever land between two events, never inside one."""
+
+    def __init__(self, send: Send, interval_s: float) -> None:
+        self._send = send
+        self._interval_s = interval_s
+        self._loop = asyncio.get_running_loop()
+        self._last_write = self._loop.time()
+        self._streaming = False
+        self._finished = False
+        self._pending: asyncio.Task | None = None
+        self._timer = self._loop.call_later(interval_s, self._tick)
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = dict(message.get("headers", []))
+            self._streaming = headers.get(b"content-type", b"").startswith(b"text/event-stream")
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            self._finished = True
+        await self._send(message)
+        self._last_write = self._loop.time()
+
+    def _tick(self) -> None:
+        if self._finished:
+            return
+        silent_for = self._loop.time() - self._last_write
+        if silent_for >= self._interval_s and self._streaming and (self._pending is None or self._pending.done()):
+            frame = {"type": "http.response.body", "body": KEEPALIVE_FRAME, "more_body": True}
+            self._pending = self._loop.create_task(self.send(frame))
+            self._pending.add_done_callback(lambda task: task.cancelled() or task.exception())  # client gone: fine
+            silent_for = 0.0
+        self._timer = self._loop.call_later(max(self._interval_s - silent_for, 0.001), self._tick)
+
+    async def stop(self) -> None:
+        self._finished = True
+        self._timer.cancel()
+        if self._pending is not None and not self._pending.done():
+            self._pending.cancel()
             with contextlib.suppress(asyncio.CancelledError, OSError, RuntimeError):
-                await pulser
+                await self._pending
