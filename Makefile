@@ -7,7 +7,7 @@ UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: serve test setup lint boot-check lint-docker client-deps
+.PHONY: serve test setup lint boot-check lint-docker client-deps captures matrix bench load
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -42,3 +42,24 @@ client-deps: tests/client/node_modules/.installed
 
 lint: setup
 	.venv/bin/ruff check .
+
+# Re-record every surface on every runtime (offline model) into tests/captures, then the matrix.
+captures: setup
+	.venv/bin/python -m tests.capture
+	.venv/bin/python -m tests.matrix
+
+# docs/matrix.md from the committed captures (tests/test_matrix.py fails when it is stale).
+matrix: setup
+	.venv/bin/python -m tests.matrix
+
+# What the emitter and the app cost next to the bare bridges and a raw SSE floor, in one run:
+# prints the table, writes benchmarks/results.json and docs/performance.md. BENCH_ARGS=--quick smoke-tests it.
+bench: setup
+	.venv/bin/python -m benchmarks.bench $(BENCH_ARGS)
+
+# Mixed, verified runs (text, tool, approval+resume, delegation) on every route of a RUNNING server
+# (`make serve` in another shell); loopback only, bounded, stops by itself. LOAD_ARGS=--spawn starts its own.
+CONCURRENCY ?= 200
+RUNS ?= 400
+load: setup
+	.venv/bin/python -m benchmarks.load --url http://$(HOST):$(PORT) --concurrency $(CONCURRENCY) --runs $(RUNS) $(LOAD_ARGS)

@@ -1,0 +1,182 @@
+"""Server processes for the benchmarks: spawn on a free loopback port, wait, measure memory, stop.
+
+Every server is its own OS process (never a thread of the client), so the client's CPU and the
+server's are not mixed and the server's memory can be read from ``/proc/<pid>/status``. Output
+goes to a log file, never a pipe: a chatty server must not block on a full pipe mid-measurement.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+LOOPBACK = "127.0.0.1"
+ROOT = Path(__file__).resolve().parent.parent
+FLOOR_FRAMES_ENV = "BENCH_FLOOR_FRAMES"
+"""Path of a JSON file ``{"<runtime>/<scenario>": [frame, ...]}`` the floor server replays."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((LOOPBACK, 0))
+        return sock.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """How to start one kind of server: ``{port}`` in ``argv`` and ``env`` becomes the chosen port."""
+
+    name: str
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    ready_path: str = "/ok"
+    """GET this until it answers; any HTTP status counts unless ``ready_status`` is set."""
+    ready_status: int | None = 200
+    clean_env: bool = True
+    """Drop the caller's ``AGUI_*``/``OPENAI_*`` variables, so a benchmark always runs offline."""
+
+
+def ours_spec() -> ServerSpec:
+    """This project's server, started the one way it is deployed (``python -m deploy.serve``)."""
+    return ServerSpec(
+        "ours",
+        (sys.executable, "-m", "deploy.serve"),
+        env={
+            "HOST": LOOPBACK,
+            "PORT": "{port}",
+            "LOG_LEVEL": "warning",
+            "AGUI_MODEL": "scripted",
+            "AGUI_SCRIPT_DELAY_MS": "0",
+        },
+    )
+
+
+def served_as_configured() -> ServerSpec:
+    """This project's server with the caller's own settings (``make load --spawn``): pacing, model
+    and token come from the environment, exactly as ``make serve`` would run it."""
+    return ServerSpec(
+        "serve",
+        (sys.executable, "-m", "deploy.serve"),
+        env={"HOST": LOOPBACK, "PORT": "{port}", "LOG_LEVEL": "warning"},
+        clean_env=False,
+    )
+
+
+def uvicorn_spec(name: str, factory: str, env: dict[str, str] | None = None) -> ServerSpec:
+    """A comparison app (``benchmarks.targets``) under plain uvicorn, same loop and log level as ours."""
+    return ServerSpec(
+        name,
+        (
+            sys.executable,
+            "-m",
+            "uvicorn",
+            factory,
+            "--factory",
+            "--host",
+            LOOPBACK,
+            "--port",
+            "{port}",
+            "--log-level",
+            "warning",
+        ),
+        env=env or {},
+        ready_path="/",
+        ready_status=None,  # these apps have no /ok; the first HTTP answer (a 404) means it is up
+    )
+
+
+def server_spec(kind: str, runtime: str, floor_frames: Path | None = None) -> ServerSpec:
+    """The server behind one benchmark target: ``ours`` (one process serves every runtime),
+    ``bare`` (that runtime's bridge alone) or ``floor`` (replays ``floor_frames``)."""
+    if kind == "ours":
+        return ours_spec()
+    if kind == "bare":
+        return uvicorn_spec(f"bare-{runtime}", f"benchmarks.targets:bare_{runtime}_app")
+    if kind == "floor":
+        assert floor_frames is not None, "the floor replays captured frames"
+        return uvicorn_spec("floor", "benchmarks.targets:floor_app", {FLOOR_FRAMES_ENV: str(floor_frames)})
+    raise ValueError(f"unknown target kind {kind!r}")
+
+
+class ServerProcess:
+    """One running server. Use as a context manager: it is always stopped on the way out."""
+
+    def __init__(self, spec: ServerSpec, log_dir: Path) -> None:
+        self.spec = spec
+        self.port = free_port()
+        self.base = f"http://{LOOPBACK}:{self.port}"
+        self.log_path = log_dir / f"{spec.name}-{self.port}.log"
+        self.started_at = 0.0
+        self._proc: subprocess.Popen | None = None
+
+    def start(self) -> ServerProcess:
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not (self.spec.clean_env and key.startswith(("AGUI_", "OPENAI_")))
+        }
+        env.update({key: value.replace("{port}", str(self.port)) for key, value in self.spec.env.items()})
+        argv = [part.replace("{port}", str(self.port)) for part in self.spec.argv]
+        with self.log_path.open("wb") as log:
+            self.started_at = time.perf_counter()
+            self._proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None, "not started"
+        return self._proc.pid
+
+    def wait_ready(self, timeout_s: float = 60.0) -> float:
+        """Poll until the server answers; returns seconds since the process was started."""
+        deadline = self.started_at + timeout_s
+        with httpx.Client(timeout=1.0) as client:
+            while time.perf_counter() < deadline:
+                if self._proc is not None and self._proc.poll() is not None:
+                    raise RuntimeError(f"{self.spec.name} exited with {self._proc.returncode}; see {self.log_path}")
+                try:
+                    status = client.get(self.base + self.spec.ready_path).status_code
+                except httpx.TransportError:
+                    time.sleep(0.01)
+                    continue
+                if self.spec.ready_status is None or status == self.spec.ready_status:
+                    return time.perf_counter() - self.started_at
+                time.sleep(0.01)
+        raise TimeoutError(f"{self.spec.name} did not answer {self.spec.ready_path} within {timeout_s} s")
+
+    def memory_kib(self) -> dict[str, int]:
+        """``VmRSS`` (now) and ``VmHWM`` (peak since start or the last :meth:`reset_peak`), in KiB."""
+        values: dict[str, int] = {}
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                values[key] = int(rest.split()[0])
+        return values
+
+    def reset_peak(self) -> None:
+        """Restart the peak-RSS counter (Linux ``clear_refs`` 5), so a burst's peak is its own."""
+        Path(f"/proc/{self.pid}/clear_refs").write_text("5")
+
+    def stop(self) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        self._proc.send_signal(signal.SIGTERM)
+        try:
+            self._proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait(timeout=5)
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

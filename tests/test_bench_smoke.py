@@ -1,0 +1,79 @@
+"""Smoke tests for ``benchmarks/``: every piece runs and reports what it promises. Not timed tests:
+nothing here asserts a speed, only that ``make bench`` and ``make load`` would produce their reports."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from app.config import Settings
+from benchmarks.bench import BenchConfig, run_bench
+from benchmarks.load import KINDS, drive, loopback_only
+from benchmarks.report import BEGIN, END, render, update_docs
+from tests.wire import live_server
+
+TINY = BenchConfig(
+    runtimes=("strands",),
+    scenarios=("plain",),
+    rounds=1,
+    batch=1,
+    warmup=0,
+    levels=(2,),
+    concurrency_scenarios=("plain",),
+    fresh_server_per_level=False,
+    cold_repeats=1,
+    burst_timeout_s=30,
+    max_seconds=120,
+)
+
+
+def test_bench_reports_every_section(tmp_path: Path) -> None:
+    results = asyncio.run(run_bench(TINY, "python -m benchmarks.bench (smoke)"))
+
+    assert results["complete"]
+    assert {"command", "machine", "config", "streaming", "ratios", "cold_start", "concurrency", "targets"} <= set(
+        results
+    )
+    assert {"nproc", "cpu_model", "memory_gib", "python"} <= set(results["machine"])
+    assert {(row["target"], row["errors"]) for row in results["streaming"]} == {("floor", 0), ("bare", 0), ("ours", 0)}
+    [ratio] = results["ratios"]
+    assert {"events_per_s_vs_bare", "events_per_s_vs_floor", "run_time_vs_bare"} <= set(ratio)
+    assert {row["target"] for row in results["cold_start"]} == {"floor", "bare", "ours"}
+    assert all(row["first_run_s"] is not None for row in results["cold_start"])
+    for row in results["concurrency"]:
+        assert row["errors"] == 0, row["error_samples"]
+        assert {"p50", "p95", "p99"} == set(row["ttfe_ms"])
+        assert row["rss_peak_mib"] > 0 and row["rss_per_stream_kib"] >= 0
+    assert len(results["targets"]) == 4
+
+    docs = tmp_path / "performance.md"
+    docs.write_text("# Performance\n\nhand-written analysis\n")
+    update_docs(docs, render(results))
+    update_docs(docs, render(results))  # a second run replaces the block instead of appending
+    text = docs.read_text()
+    assert "hand-written analysis" in text and text.count(BEGIN) == 1 and text.count(END) == 1
+    assert "ours/bare ev/s" in text
+
+
+def test_load_runs_every_kind_on_every_route_and_verifies_it() -> None:
+    with live_server(Settings(agui_script_delay_ms=0)) as base:
+        summary = asyncio.run(drive(base, concurrency=4, runs=16, timeout_s=60, token=None))
+
+    assert summary["errors"] == 0, summary["failure_samples"]
+    assert summary["verifier_failures"] == 0, summary["failure_samples"]
+    assert summary["unexpected_content"] == 0, summary["failure_samples"]
+    assert len(summary["routes"]) >= 2
+    assert {kind.name for kind in KINDS} | {"resume", "all"} == set(summary["latency_ms"])
+
+
+@pytest.mark.parametrize("url", ["http://10.0.0.1:8000", "https://example.com", "http://0.0.0.0:8000"])
+def test_load_refuses_anything_but_loopback(url: str) -> None:
+    with pytest.raises(SystemExit, match="only loopback"):
+        loopback_only(url)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8000/", "http://localhost:9000", "http://[::1]:8000"])
+def test_load_accepts_loopback(url: str) -> None:
+    assert loopback_only(url) == url.rstrip("/")
