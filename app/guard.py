@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 # Optional in protocol 1.0; some bridges on 0.1.22 still require them.
+MESSAGE_ROLES = frozenset({"developer", "system", "assistant", "user", "tool", "activity", "reasoning"})
 OPTIONAL_DEFAULTS: dict[str, object] = {"tools": [], "context": [], "forwardedProps": {}, "state": {}}
 
 
@@ -68,9 +69,14 @@ def _kind(value: object) -> str:
 
 
 def _field_path(loc: Iterable[object]) -> str:
-    """pydantic's location as the wire names it: ``messages.0.role`` (aliases, not snake_case)."""
+    """pydantic's location as the wire names it: ``messages.0.content`` (aliases, not snake_case;
+    without the union tag pydantic inserts after a message's index, e.g. ``messages.0.user``)."""
     aliases = {name: field.alias or name for name, field in RunAgentInput.model_fields.items()}
-    parts = [aliases.get(str(part), str(part)) for part in loc]
+    parts: list[str] = []
+    for part in loc:
+        if parts and parts[-1].isdigit() and str(part) in MESSAGE_ROLES:
+            continue
+        parts.append(aliases.get(str(part), str(part)))
     return ".".join(parts) or "body"
 
 

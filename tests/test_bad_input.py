@@ -91,7 +91,7 @@ GUARD_ROWS = [
     ("unknown message role", _body(messages=[{"id": "m", "role": "wizard", "content": "x"}]), JSON, 422,
      "invalid_field", "messages.0"),
     ("user message without content", _body(messages=[{"id": "m", "role": "user"}]), JSON, 422, "invalid_field",
-     "messages.0.user.content"),
+     "messages.0.content"),
     ("tools not a list", _body(tools={"name": "x"}), JSON, 422, "invalid_field", "tools"),
     ("resume not a list", _body(resume={"interruptId": "i-1"}), JSON, 422, "invalid_field", "resume"),
     ("resume entry without interruptId", _body(resume=[{"status": "resolved"}]), JSON, 422, "invalid_field",
