@@ -7,6 +7,7 @@ who the specialist's events are attributed to.
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import Iterator
 
@@ -341,4 +342,7 @@ def test_no_opentelemetry_detach_tracebacks_in_the_logs(base: str, caplog: pytes
     for message in ("Hello", "What's the weather in Oslo?", "Research Lisbon", "Compare Lisbon and Porto"):
         run(base, message)
     resume(base, run(base, "Research old logs and delete logs.txt"), {"approved": True})
+    frontend = [{"name": "change_background", "description": "Paints the page.", "parameters": {"type": "object"}}]
+    run(base, "Please call change_background", tools=frontend)
+    gc.collect()  # the frontend-tool stop leaves Strands' generators to the collector
     assert not [r for r in caplog.records if "Failed to detach context" in r.getMessage()]

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from app.config import Settings
 from app.mounting import agent_route
 from runtimes.strands.bridge import EmittingStrandsAgent
+from runtimes.strands.otel import silence_detached_context_noise
 
 
 @dataclass(frozen=True)
@@ -24,4 +25,5 @@ class StrandsRuntime:
 
     def mount(self, app: FastAPI, settings: Settings) -> None:
         """One bridge per app, on the shared app (never a ``create_strands_app`` sub-app)."""
+        silence_detached_context_noise()
         add_strands_fastapi_endpoint(app, EmittingStrandsAgent(settings, self.route), self.route)
