@@ -35,6 +35,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from app.config import Settings
 from tests.wire import free_port
 
 API_KEY = "test-key"
@@ -157,3 +158,14 @@ def fake_openai_server() -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=5)
+
+
+def real_model_settings(endpoint: str, model: str = "fake-chat", **overrides: object) -> Settings:
+    """Settings that switch every runtime to this fake endpoint, as a user's environment would."""
+    values: dict[str, object] = {
+        "agui_model": "openai",
+        "openai_base_url": endpoint,
+        "openai_api_key": API_KEY,
+        "agui_model_id": model,
+    }
+    return Settings(**{**values, **overrides})

@@ -29,7 +29,7 @@ import runtimes.msaf.model as msaf_model
 import runtimes.strands.model as strands_model
 from app.config import Settings
 from emitters.core import current_run
-from tests.fake_openai import API_KEY, fake_openai_server
+from tests.fake_openai import fake_openai_server, real_model_settings
 from tests.hardening_support import ROUTES, STRANDS, Server, arun, inspectable_server, open_stream, settle
 from tests.wire import run_input
 from verifier import verify_events
@@ -167,14 +167,7 @@ async def test_disconnect_right_after_the_run_starts(server: Server, chunks: Chu
 def test_disconnect_while_the_model_endpoint_hangs_cancels_the_model_call() -> None:
     """The model endpoint never answers and its timeout is long (30 s): leaving must not wait for it."""
     with fake_openai_server() as endpoint:
-        settings = Settings(
-            agui_model="openai",
-            openai_base_url=endpoint,
-            openai_api_key=API_KEY,
-            agui_model_id="fake-hang",
-            agui_model_timeout_s=30,
-            agui_keepalive_s=0.2,
-        )
+        settings = real_model_settings(endpoint, "fake-hang", agui_model_timeout_s=30, agui_keepalive_s=0.2)
         with inspectable_server(settings) as hung:
             idle = len(hung.tasks())
             for route in ROUTES:

@@ -13,25 +13,18 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 
 from app.config import Settings
-from tests.fake_openai import API_KEY, fake_openai_server
+from tests.fake_openai import API_KEY, real_model_settings
 from tests.hardening_support import ROUTES, inspectable_server, run_sync, settle
 from tests.wire import free_port, run_input
 from verifier import verify_events
 
 TIMEOUT_S = 1.0
 """AGUI_MODEL_TIMEOUT_S for these tests."""
-
-
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    with fake_openai_server() as url:
-        yield url
 
 
 @dataclass(frozen=True)
@@ -59,17 +52,12 @@ CASES = [
 
 
 def settings_for(endpoint: str, case: Case) -> Settings:
-    values: dict[str, object] = {
-        "agui_model": "openai",
-        "openai_base_url": endpoint,
-        "openai_api_key": API_KEY,
-        "agui_model_id": case.model,
-        "agui_model_timeout_s": TIMEOUT_S,
-        "agui_keepalive_s": 0.2,  # keepalive comments must not keep a failed run's stream open
+    overrides = {
+        key: f"http://127.0.0.1:{free_port()}/v1" if value == "UNREACHABLE" else value
+        for key, value in case.overrides
     }
-    for key, value in case.overrides:
-        values[key] = f"http://127.0.0.1:{free_port()}/v1" if value == "UNREACHABLE" else value
-    return Settings(**values)
+    # keepalive comments must not keep a failed run's stream open
+    return real_model_settings(endpoint, case.model, agui_model_timeout_s=TIMEOUT_S, agui_keepalive_s=0.2, **overrides)
 
 
 def run_log(caplog: pytest.LogCaptureFixture, run_id: str) -> list[dict]:

@@ -8,28 +8,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.config import Settings
 from runtimes import script
 from tests import fake_openai
-from tests.fake_openai import API_KEY, fake_openai_server
+from tests.fake_openai import real_model_settings
 from tests.test_msaf_route import ROUTE, parent_text, results_for, run_ok, tool_calls
 from tests.wire import live_server, post_run, run_input
 from verifier import verify_events
 
 
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    with fake_openai_server() as url:
-        yield url
-
-
-def real(endpoint: str, model: str = "fake-chat", **overrides: object) -> Settings:
-    values = {"agui_model": "openai", "openai_base_url": endpoint, "openai_api_key": API_KEY, "agui_model_id": model}
-    return Settings(**{**values, **overrides})
-
-
 def test_text_and_backend_tool_on_a_real_model(endpoint: str) -> None:
-    with live_server(real(endpoint)) as base:
+    with live_server(real_model_settings(endpoint)) as base:
         text = run_ok(base, run_input("Hello there!"))
         weather = run_ok(base, run_input("What's the weather like?"))
     assert len(text.of_type("TEXT_MESSAGE_CONTENT")) >= 2
@@ -52,7 +40,7 @@ def test_text_and_backend_tool_on_a_real_model(endpoint: str) -> None:
     ids=["bad-key", "missing-key", "http-500", "hang", "dropped-stream"],
 )
 def test_model_failures_end_in_a_clear_run_error(endpoint: str, overrides: dict, code: str) -> None:
-    with live_server(real(endpoint, **overrides)) as base:
+    with live_server(real_model_settings(endpoint, **overrides)) as base:
         run = post_run(base, ROUTE, run_input("Hello there!"), timeout=30)
     assert run.status == 200
     assert verify_events(run.events) == []
@@ -81,7 +69,7 @@ stock_script = fake_openai._script
 
 def test_delegation_on_a_real_model(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fake_openai, "_script", delegating_script)
-    with live_server(real(endpoint)) as base:
+    with live_server(real_model_settings(endpoint)) as base:
         run = run_ok(base, run_input("Research Lisbon"))
     [call] = tool_calls(run, "research_specialist")
     [started] = run.of_type("SUBAGENT_STARTED")

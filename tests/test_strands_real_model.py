@@ -4,31 +4,18 @@ server (real HTTP, real client library), including failures that must end in a c
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
-from app.config import Settings
-from tests.fake_openai import API_KEY, fake_openai_server
+from tests.fake_openai import real_model_settings
 from tests.wire import live_server, post_run, run_input
 from verifier import verify_events
 
 ROUTE = "/strands/agent"
 
 
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    with fake_openai_server() as url:
-        yield url
-
-
-def real(endpoint: str, model: str = "fake-chat", **overrides: object) -> Settings:
-    values = {"agui_model": "openai", "openai_base_url": endpoint, "openai_api_key": API_KEY, "agui_model_id": model}
-    return Settings(**{**values, **overrides})
-
-
 def test_text_and_backend_tool_on_a_real_model(endpoint: str) -> None:
-    with live_server(real(endpoint)) as base:
+    with live_server(real_model_settings(endpoint)) as base:
         text = post_run(base, ROUTE, run_input("Hello there!"))
         weather = post_run(base, ROUTE, run_input("What's the weather like?"))
     for run in (text, weather):
@@ -55,7 +42,7 @@ def test_text_and_backend_tool_on_a_real_model(endpoint: str) -> None:
     ids=["bad-key", "missing-key", "http-500", "hang", "dropped-stream"],
 )
 def test_model_failures_end_in_a_clear_run_error(endpoint: str, overrides: dict, code: str) -> None:
-    with live_server(real(endpoint, **overrides)) as base:  # mounting never contacts the model
+    with live_server(real_model_settings(endpoint, **overrides)) as base:  # mounting never contacts the model
         run = post_run(base, ROUTE, run_input("Hello there!"), timeout=30)
     assert run.status == 200
     assert verify_events(run.events) == []

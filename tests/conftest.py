@@ -1,0 +1,16 @@
+"""Fixtures shared by several test modules."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.fake_openai import fake_openai_server
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    """A local OpenAI-compatible endpoint (``tests/fake_openai.py``) for real-model tests."""
+    with fake_openai_server() as url:
+        yield url
