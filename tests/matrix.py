@@ -368,7 +368,8 @@ NOTES: dict[str, tuple[str, ...]] = {
         "event). A cancelled one gets a TOOL_CALL_RESULT and a reply from `runtimes/msaf/cancel.py`: "
         "the bridge alone answers an all-cancelled resume with RUN_STARTED, RUN_FINISHED and nothing else.",
         "Every run opens with a PredictState CUSTOM event and a STATE_SNAPSHOT of the state schema's "
-        "defaults (`document`, `recipe`); RUN_FINISHED omits `outcome` on success (optional in protocol 0.1.22).",
+        "defaults (`document`, `recipe`); the bridge omits `outcome` on a successful RUN_FINISHED "
+        "(legacy success), so the route adds `{type: \"success\"}` as Strands sends it.",
         "The bridge emits no SUBAGENT_* events and holds the delegating call's TOOL_CALL_END back until "
         "its result; `emitters/msaf.py` merges the specialist's in-process updates into the stream, "
         "live, and the emitter core closes the call before SUBAGENT_STARTED and drops the late duplicate.",

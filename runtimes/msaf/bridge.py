@@ -2,16 +2,17 @@
 
 The subclass only wraps the bridge's ``run()`` stream; the upstream endpoint (request parsing,
 approval state, SSE) is used unchanged. Wrapping, innermost first: model failures get a stable
-RUN_ERROR code, a cancelled approval gets a transcript, the subagent emitter merges SUBAGENT_*
-events in, and one summary line per run is logged.
+RUN_ERROR code, a successful finish says so, a cancelled approval gets a transcript, the subagent
+emitter merges SUBAGENT_* events in, and one summary line per run is logged.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing
 from typing import Any
 
-from ag_ui.core import BaseEvent
+from ag_ui.core import BaseEvent, EventType, RunFinishedSuccessOutcome
 from agent_framework import SupportsAgentRun
 from agent_framework_ag_ui import AgentFrameworkAgent, add_agent_framework_fastapi_endpoint
 from fastapi import FastAPI
@@ -60,6 +61,7 @@ class EmittingAgentFrameworkAgent(AgentFrameworkAgent):
         run_id = str(_field(input_data, "run_id", "runId") or "")
         forwarded_props = _field(input_data, "forwarded_props", "forwardedProps")
         events = name_model_errors(super().run(input_data, function_invocation_kwargs=function_invocation_kwargs))
+        events = with_success_outcome(events)
         events = complete_cancelled_approvals(events, input_data, self._pending_approvals, thread_id=thread_id)
         events = emit_subagents(
             events,
@@ -70,6 +72,19 @@ class EmittingAgentFrameworkAgent(AgentFrameworkAgent):
             error_code=error_code,
         )
         async for event in log_run(events, runtime=self._runtime_name, thread_id=thread_id, run_id=run_id):
+            yield event
+
+
+async def with_success_outcome(events: AsyncIterator[BaseEvent]) -> AsyncIterator[BaseEvent]:
+    """Say ``outcome: {type: "success"}`` on a successful RUN_FINISHED, as the Strands route does.
+
+    The bridge omits it (legacy success, allowed by the protocol); stating it lets one client
+    read every route's finish the same way.
+    """
+    async with aclosing(events):
+        async for event in events:
+            if event.type == EventType.RUN_FINISHED and event.outcome is None:
+                event = event.model_copy(update={"outcome": RunFinishedSuccessOutcome()})
             yield event
 
 
