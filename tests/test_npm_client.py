@@ -147,3 +147,59 @@ def test_live_frontend_tool_round_trip(base_url: str, route: str) -> None:
     assert any(e.get("toolCallName") == "change_background" for e in called["events"])
     assert [m["role"] for m in answered["input"]["messages"]] == ["user", "assistant", "tool"]
     assert "background changed" in report["messages"][-1]["content"]
+
+
+# The remaining surfaces, driven by the published client on every route. The client applies the
+# state itself (snapshots and JSON Patch deltas), so its final state is what a UI would show.
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_live_backend_tool(base_url: str, route: str) -> None:
+    report = live(base_url + route, [{"message": "What's the weather in Tokyo?"}])
+    assert both_verdicts(report) == ([], [])
+    events = report["runs"][0]["events"]
+    assert any(e.get("toolCallName") == "get_weather" for e in events)
+    assert "Tokyo" in report["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_live_shared_state_keeps_sibling_keys(base_url: str, route: str) -> None:
+    report = live(base_url + route, [{"message": "Make me a recipe for pancakes"}], state={"keep": "me"})
+    assert both_verdicts(report) == ([], [])
+    assert report["state"]["keep"] == "me"
+    assert report["state"]["recipe"]["title"] == "Pancakes"
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_live_predictive_state_ends_with_the_document(base_url: str, route: str) -> None:
+    report = live(base_url + route, [{"message": "Write a story about dragons"}])
+    assert both_verdicts(report) == ([], [])
+    assert "dragons" in report["state"]["document"]
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_live_parallel_subagents(base_url: str, route: str) -> None:
+    report = live(base_url + route, [{"message": "Compare Lisbon and Porto"}])
+    assert both_verdicts(report) == ([], [])
+    started = [e for e in report["runs"][0]["events"] if e["type"] == "SUBAGENT_STARTED"]
+    assert len({e["subagentRunId"] for e in started}) == 2
+
+
+def test_live_approval_inside_a_subagent_suspends_and_resumes_on_strands(base_url: str) -> None:
+    ask = {"message": "Research old logs and delete logs.txt"}
+    approve = {"resume": "resolved", "payload": {"approved": True}}
+    report = live(base_url + "/strands/agent", [ask, approve])
+    assert both_verdicts(report) == ([], [])
+    interrupted, resumed = (run["events"] for run in report["runs"])
+    (suspended,) = [e for e in interrupted if e["type"] == "SUBAGENT_FINISHED"]
+    assert suspended["outcome"]["type"] == "suspended"
+    continued = [e["subagentRunId"] for e in resumed if e["type"] == "SUBAGENT_STARTED"]
+    assert continued == [suspended["subagentRunId"]]
+
+
+def test_live_approval_inside_a_subagent_is_a_subagent_error_on_msaf(base_url: str) -> None:
+    """agent_framework's as_tool cannot carry a specialist's approval to the parent (it raises)."""
+    report = live(base_url + "/msaf/agent", [{"message": "Research old logs and delete logs.txt"}])
+    assert both_verdicts(report) == ([], [])
+    errors = [e for e in report["runs"][0]["events"] if e["type"] == "SUBAGENT_ERROR"]
+    assert [e["code"] for e in errors] == ["SUBAGENT_APPROVAL_UNSUPPORTED"]
