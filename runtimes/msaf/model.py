@@ -18,6 +18,7 @@ from typing import Any
 
 from agent_framework import (
     BaseChatClient,
+    ChatMiddlewareLayer,
     ChatResponse,
     ChatResponseUpdate,
     Content,
@@ -25,7 +26,6 @@ from agent_framework import (
     Message,
     ResponseStream,
 )
-from agent_framework._middleware import ChatMiddlewareLayer
 from agent_framework.observability import ChatTelemetryLayer
 from agent_framework_openai import OpenAIChatCompletionClient
 from openai import AsyncOpenAI
