@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import httpx
+
+T = TypeVar("T")
 
 HEADERS = {"content-type": "application/json", "accept": "text/event-stream"}
 
@@ -69,20 +72,26 @@ class Burst:
         return [run.error or "failed" for run in self.runs if not run.ok]
 
 
+async def finish_within(runs: Sequence[Coroutine[Any, Any, T]], timeout_s: float) -> tuple[list[T], int, float]:
+    """Run ``runs`` at once; cancel whatever has not finished after ``timeout_s`` so the caller
+    always ends. Returns (results of the finished, how many were cancelled, wall seconds)."""
+    start = time.perf_counter()
+    tasks = [asyncio.create_task(run) for run in runs]
+    done, pending = await asyncio.wait(tasks, timeout=timeout_s)
+    wall = time.perf_counter() - start
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+    return [task.result() for task in tasks if task in done], len(pending), wall
+
+
 async def burst(url: str, bodies: Sequence[bytes], *, timeout_s: float) -> Burst:
     """Start every run at once on its own connection; anything unfinished after ``timeout_s`` is an
     error (and cancelled), so a burst always ends."""
     limits = httpx.Limits(max_connections=len(bodies) + 8, max_keepalive_connections=len(bodies) + 8)
     async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(timeout_s)) as client:
-        start = time.perf_counter()
-        tasks = [asyncio.create_task(timed_run(client, url, body)) for body in bodies]
-        done, pending = await asyncio.wait(tasks, timeout=timeout_s)
-        wall = time.perf_counter() - start
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-    runs = [task.result() for task in tasks if task in done]
-    runs += [RunTiming(False, 0, None, wall, f"no end within {timeout_s:.0f} s")] * len(pending)
+        runs, unfinished, wall = await finish_within([timed_run(client, url, body) for body in bodies], timeout_s)
+    runs += [RunTiming(False, 0, None, wall, f"no end within {timeout_s:.0f} s")] * unfinished
     return Burst(runs, wall)
 
 

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from benchmarks.client import HEADERS, percentile
+from benchmarks.client import HEADERS, finish_within, percentile
 from benchmarks.machine import load_average, machine_info
 from benchmarks.process import ServerProcess, served_as_configured
 from verifier import parse_sse, verify_events, verify_thread
@@ -186,15 +186,10 @@ async def drive(url: str, concurrency: int, runs: int, timeout_s: float, token: 
             async with slots:
                 return await one_run(client, url, route, kind, subagents)
 
-        start = time.perf_counter()
-        tasks = [asyncio.create_task(bounded(route, kind)) for route, kind in plan(routes, runs)]
-        done, pending = await asyncio.wait(tasks, timeout=timeout_s)
-        wall = time.perf_counter() - start
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-    outcomes = [task.result() for task in tasks if task in done]
-    return summarize(outcomes, len(pending), wall, routes, concurrency, timeout_s)
+        outcomes, unfinished, wall = await finish_within(
+            [bounded(route, kind) for route, kind in plan(routes, runs)], timeout_s
+        )
+    return summarize(outcomes, unfinished, wall, routes, concurrency, timeout_s)
 
 
 def _percentiles(values: list[float]) -> dict:

@@ -15,7 +15,7 @@ import pytest
 
 from app.config import Settings
 from runtimes import script
-from tests.wire import Run, live_server, post_run, run_input
+from tests.wire import Run, answered_tool_call, live_server, post_run, run_input
 from verifier import verify_events, verify_thread
 
 ROUTE = "/msaf/agent"
@@ -96,21 +96,7 @@ def test_frontend_tool_is_called_for_the_client_then_its_answer_is_used(base: st
     assert call["toolCallId"] in {e["toolCallId"] for e in first.of_type("TOOL_CALL_END")}
     arguments = "".join(e["delta"] for e in first.of_type("TOOL_CALL_ARGS") if e["toolCallId"] == call["toolCallId"])
 
-    history = [
-        *first_body["messages"],
-        {
-            "id": "assistant-1",
-            "role": "assistant",
-            "toolCalls": [
-                {
-                    "id": call["toolCallId"],
-                    "type": "function",
-                    "function": {"name": "change_background", "arguments": arguments},
-                }
-            ],
-        },
-        {"id": "tool-1", "role": "tool", "toolCallId": call["toolCallId"], "content": "background is now blue"},
-    ]
+    history = [*first_body["messages"], *answered_tool_call(call, arguments, "background is now blue")]
     second = run_ok(base, run_input(thread_id=first_body["threadId"], messages=history, tools=[declared]))
     assert "The tool change_background answered: background is now blue" in parent_text(second)
 

@@ -15,7 +15,7 @@ import pytest
 
 from app.config import Settings
 from runtimes.script import fact_about, weather_report
-from tests.wire import Run, live_server, post_run, run_input
+from tests.wire import Run, answered_tool_call, live_server, post_run, run_input
 from verifier import verify_events, verify_thread
 
 ROUTE = "/strands/agent"
@@ -88,18 +88,7 @@ def test_frontend_tool_is_called_for_the_client_and_its_result_continues_the_thr
     arguments = "".join(event["delta"] for event in first.of_type("TOOL_CALL_ARGS"))
     history = [
         {"id": "u1", "role": "user", "content": "Please call change_background"},
-        {
-            "id": "a1",
-            "role": "assistant",
-            "toolCalls": [
-                {
-                    "id": call["toolCallId"],
-                    "type": "function",
-                    "function": {"name": "change_background", "arguments": arguments},
-                }
-            ],
-        },
-        {"id": "t1", "role": "tool", "toolCallId": call["toolCallId"], "content": "the background is blue now"},
+        *answered_tool_call(call, arguments, "the background is blue now"),
     ]
     second = post_run(
         base, ROUTE, run_input(thread_id=first.events[0]["threadId"], messages=history, tools=[FRONTEND_TOOL])

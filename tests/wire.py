@@ -84,6 +84,20 @@ def run_input(
     return body
 
 
+def answered_tool_call(call: dict, arguments: str, answer: str) -> list[dict]:
+    """The messages a client appends after running a frontend tool the agent called
+    (``call`` is the TOOL_CALL_START event): the assistant's call, then the tool's answer."""
+    tool_call = {
+        "id": call["toolCallId"],
+        "type": "function",
+        "function": {"name": call["toolCallName"], "arguments": arguments},
+    }
+    return [
+        {"id": f"assistant-{call['toolCallId']}", "role": "assistant", "toolCalls": [tool_call]},
+        {"id": f"tool-{call['toolCallId']}", "role": "tool", "toolCallId": call["toolCallId"], "content": answer},
+    ]
+
+
 @dataclass
 class Run:
     """What one POST put on the wire."""
