@@ -7,7 +7,7 @@ UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: serve test setup lint boot-check lint-docker client-deps captures matrix bench load
+.PHONY: serve test setup lint boot-check lint-docker client-deps captures matrix bench load tour
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -63,3 +63,8 @@ CONCURRENCY ?= 200
 RUNS ?= 400
 load: setup
 	.venv/bin/python -m benchmarks.load --url http://$(HOST):$(PORT) --concurrency $(CONCURRENCY) --runs $(RUNS) $(LOAD_ARGS)
+
+# Every sample prompt on every route of a RUNNING server (`make serve`, on your model), every stream
+# verified; prints route x surface -> pass / FAIL with the first reason of each failure.
+tour: setup
+	.venv/bin/agui-tour http://$(HOST):$(PORT)

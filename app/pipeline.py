@@ -16,7 +16,8 @@ innermost first, and why they sit where they do:
    backpressure; what the dialects put out of band is merged in live.
 6. :func:`encode_sse`: each event as its SSE frame; an event that cannot be encoded ends the run
    with RUN_ERROR ``ENCODING_ERROR`` instead of a cut stream.
-7. ``log_run`` (``app.runlog``): one summary line per run, of what the client was sent.
+7. ``log_run`` (``app.runlog``): one summary line per run, of what the client was sent (the one
+   line a failure gets; the stages above log their detail at debug).
 
 Every stage closes its input when it ends, so a client that goes away stops the bridge at once.
 """
@@ -92,7 +93,7 @@ async def one_run(
         error = _run_error(exc, bridge, run_input)
     else:
         error = RunErrorEvent(message="The run ended before it finished.", code=INCOMPLETE_RUN)
-        logger.warning("code=%s thread=%.64r | the bridge stopped mid-run", INCOMPLETE_RUN, run_input.thread_id)
+        logger.debug("code=%s thread=%.64r | the bridge stopped mid-run", INCOMPLETE_RUN, run_input.thread_id)
     if not started:
         yield _run_started(run_input)
     yield error
@@ -106,8 +107,7 @@ def _run_error(exc: Exception, bridge: Bridge, run_input: RunAgentInput) -> RunE
     named = bridge.describe_error(exc)
     code = named.code if named is not None else type(exc).__name__
     message = str(named) if named is not None else (str(exc) or type(exc).__name__)
-    logger.warning("code=%s thread=%.64r | the run failed: %s", code, run_input.thread_id, message)
-    logger.debug("the run's failure", exc_info=exc)
+    logger.debug("code=%s thread=%.64r | the run failed: %s", code, run_input.thread_id, message, exc_info=exc)
     return RunErrorEvent(message=message, code=code)
 
 
@@ -119,7 +119,7 @@ async def encode_sse(events: AsyncIterator[BaseEvent]) -> AsyncIterator[tuple[Ba
             try:
                 frame = _ENCODER.encode(event).encode()
             except Exception as exc:  # noqa: BLE001 - pydantic's serialization error, a non-UTF-8 string
-                logger.warning("code=%s event=%s | cannot encode: %s", ENCODING_ERROR, event.type.value, exc)
+                logger.debug("code=%s event=%s | cannot encode: %s", ENCODING_ERROR, event.type.value, exc)
                 message = f"An event could not be encoded ({event.type.value})."
                 error = RunErrorEvent(message=message, code=ENCODING_ERROR)
                 yield error, _ENCODER.encode(error).encode()

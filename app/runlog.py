@@ -1,7 +1,8 @@
 """One structured log line per run: runtime, thread, run, event counts, duration, outcome.
 
-No message content and no secrets: only ids, counts and codes. Set ``LOG_LEVEL=debug`` to see
-the bridges' own (content-bearing) debug logs instead.
+At INFO, or at WARNING when the run ended in RUN_ERROR: then it is the one line a failure gets
+(its ``outcome`` carries the code); the bridges' own records, tracebacks included, appear only
+with ``LOG_LEVEL=debug``. No message content and no secrets: only ids, counts and codes.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ async def log_run(
                     outcome = f"error:{event.code or 'UNKNOWN'}"
                 yield frame
     finally:
-        logger.info(
+        logger.log(
+            logging.WARNING if outcome.startswith("error:") else logging.INFO,
             json.dumps(
                 {
                     "event": "run",

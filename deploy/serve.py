@@ -45,8 +45,10 @@ LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 LOG_FORMATS = ("plain", "json")
 PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 BRIDGE_LOGGERS = tuple(name for runtime in RUNTIMES for name in runtime.loggers)
-"""The runtimes and bridges log every event (and at debug, content) at INFO; below debug, the one
-summary line per run from ``app.runlog`` speaks for them and they log warnings only."""
+"""The runtimes and bridges log every event at INFO and every failure of a run, at length, with
+tracebacks (one model failure is three or four records). Below debug they are silent but for
+CRITICAL: the run's own line from ``app.runlog`` speaks for them, one per run, at WARNING with the
+RUN_ERROR code when the run failed. ``LOG_LEVEL=debug`` shows all of their records."""
 
 log = logging.getLogger("deploy.serve")
 
@@ -128,7 +130,7 @@ def log_config(config: ServeConfig) -> dict:
         "root": {"handlers": ["stderr"], "level": level},
         "loggers": {
             **{name: {"handlers": [], "propagate": True} for name in ("uvicorn", "uvicorn.access")},
-            **({} if level == "DEBUG" else {name: {"level": "WARNING"} for name in BRIDGE_LOGGERS}),
+            **({} if level == "DEBUG" else {name: {"level": "CRITICAL"} for name in BRIDGE_LOGGERS}),
         },
     }
 

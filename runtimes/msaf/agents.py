@@ -11,6 +11,7 @@ from agent_framework import Agent
 from emitters.msaf import DelegationMiddleware, forward_specialist_update
 from runtimes import script
 from runtimes.config import RuntimeSettings
+from runtimes.msaf.conversation import StateContextPlacement
 from runtimes.msaf.model import chat_client
 from runtimes.msaf.specialists import SpecialistFailures, failure_code, observing
 from runtimes.msaf.tools import PARENT_TOOLS, SPECIALIST_TOOLS
@@ -44,6 +45,7 @@ def build_assistant(settings: RuntimeSettings) -> Agent:
         # Outermost first: the failure policy sees a specialist's failure after the emitter has
         # closed its subagent (runtimes/msaf/specialists.py).
         middleware=[
+            StateContextPlacement(),
             SpecialistFailures({script.RESEARCH_SPECIALIST}),
             DelegationMiddleware({script.RESEARCH_SPECIALIST}, failure_code=failure_code),
         ],

@@ -21,12 +21,7 @@ from strands.types.tools import ToolSpec
 from runtimes import script
 from runtimes.config import RuntimeSettings
 from runtimes.script import (
-    DELETE_FILE,
-    GET_WEATHER,
-    LOOKUP_FACT,
-    RESEARCH_SPECIALIST,
-    UPDATE_RECIPE,
-    WRITE_DOCUMENT,
+    BACKEND_TOOLS,
     CallTools,
     Reply,
     Step,
@@ -36,9 +31,6 @@ from runtimes.script import (
     specialist_step,
 )
 from runtimes.strands.errors import NamingOpenAIModel
-
-BACKEND_TOOLS = frozenset({GET_WEATHER, DELETE_FILE, UPDATE_RECIPE, WRITE_DOCUMENT, RESEARCH_SPECIALIST, LOOKUP_FACT})
-"""Tools this server runs; any other tool a model is offered was declared by the client."""
 
 ScriptStep = Callable[[Turn], Step]
 
