@@ -23,7 +23,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for runtime in RUNTIMES:
         pipeline = RoutePipeline(runtime, runtime.build(settings), settings)
         app.state.pipelines[runtime.route] = pipeline
-        mount(app, pipeline, max_body_bytes=settings.agui_max_body_bytes)
+        mount(app, pipeline, limits=settings.limits())
     app.add_middleware(SSEKeepalive, paths=frozenset(app.state.pipelines), interval_s=settings.agui_keepalive_s)
     add_security(app, settings)  # outermost: CORS answers preflights, then the token gate
     return app

@@ -37,11 +37,16 @@ from app.pump import TERMINAL, Pump
 from app.runlog import log_run
 from emitters.core import NativeLatch, SubagentRun, emit_subagents, subagent_events_enabled
 from runtimes.base import Bridge, Runtime
+from runtimes.model_errors import MODEL_CODES
 
 logger = logging.getLogger("agui.pipeline")
 
 INCOMPLETE_RUN = "INCOMPLETE_RUN"
 ENCODING_ERROR = "ENCODING_ERROR"
+INTERNAL_ERROR = "INTERNAL_ERROR"
+RUNTIME_ERROR = "RUNTIME_ERROR"
+PIPELINE_CODES = frozenset({INCOMPLETE_RUN, ENCODING_ERROR, INTERNAL_ERROR, RUNTIME_ERROR})
+"""The RUN_ERROR codes the pipeline itself sends (docs/errors.md, with every other code)."""
 _ENCODER = EventEncoder()
 
 
@@ -53,9 +58,12 @@ class RoutePipeline:
     bridge: Bridge
     settings: Settings
     latch: NativeLatch = field(init=False)
+    codes: frozenset[str] = field(init=False)
+    """Every RUN_ERROR code this route documents; a bridge's other codes go out as RUNTIME_ERROR."""
 
     def __post_init__(self) -> None:
         self.latch = NativeLatch(self.runtime.route)
+        self.codes = PIPELINE_CODES | MODEL_CODES | self.runtime.known.run_error_codes()
 
     def stream(self, run_input: RunAgentInput) -> AsyncIterator[bytes]:
         """The SSE bytes of one run of ``run_input``."""
@@ -70,15 +78,16 @@ class RoutePipeline:
         events = self.bridge.run(run_input)
         for stage in self.bridge.stages:
             events = stage(events, run_input)
-        events = one_run(emit_subagents(events, subagents), run_input, self.bridge)
+        events = one_run(emit_subagents(events, subagents), run_input, self.bridge, self.codes)
         frames = encode_sse(pump.drain(events))
         return log_run(frames, runtime=self.runtime.name, thread_id=run_input.thread_id, run_id=run_input.run_id)
 
 
 async def one_run(
-    events: AsyncIterator[BaseEvent], run_input: RunAgentInput, bridge: Bridge
+    events: AsyncIterator[BaseEvent], run_input: RunAgentInput, bridge: Bridge, codes: frozenset[str]
 ) -> AsyncIterator[BaseEvent]:
-    """The error boundary: exactly one run, opened by RUN_STARTED and closed by one terminal event."""
+    """The error boundary: exactly one run, opened by RUN_STARTED and closed by one terminal event,
+    a RUN_ERROR always with one of the route's documented ``codes``."""
     started = False
     try:
         async with aclosing(events):
@@ -86,6 +95,9 @@ async def one_run(
                 if not started and event.type != EventType.RUN_STARTED:
                     yield _run_started(run_input)
                 started = True
+                if event.type == EventType.RUN_ERROR and event.code not in codes:
+                    logger.debug("code=%s | a bridge code no document lists, sent as %s", event.code, RUNTIME_ERROR)
+                    event = event.model_copy(update={"code": RUNTIME_ERROR})
                 yield event
                 if event.type in TERMINAL:
                     return
@@ -105,8 +117,8 @@ def _run_started(run_input: RunAgentInput) -> RunStartedEvent:
 
 def _run_error(exc: Exception, bridge: Bridge, run_input: RunAgentInput) -> RunErrorEvent:
     named = bridge.describe_error(exc)
-    code = named.code if named is not None else type(exc).__name__
-    message = str(named) if named is not None else (str(exc) or type(exc).__name__)
+    code = named.code if named is not None else INTERNAL_ERROR
+    message = str(named) if named is not None else f"The run failed ({type(exc).__name__})."
     logger.debug("code=%s thread=%.64r | the run failed: %s", code, run_input.thread_id, message, exc_info=exc)
     return RunErrorEvent(message=message, code=code)
 

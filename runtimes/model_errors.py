@@ -24,6 +24,8 @@ from __future__ import annotations
 import httpx
 import openai
 
+MODEL_CODES = frozenset({"MODEL_TIMEOUT", "MODEL_AUTH_ERROR", "MODEL_UNREACHABLE", "MODEL_ERROR"})
+
 
 class ModelError(Exception):
     """A failed model call, with the RUN_ERROR ``code`` it becomes."""
