@@ -5,7 +5,9 @@ innermost first, and why they sit where they do:
 
 1. ``bridge.run(input)``: the runtime's upstream AG-UI bridge (``runtimes/<name>/``).
 2. ``bridge.stages``: the runtime's own fixes to what its bridge emits (complete snapshots, model
-   error codes, cancelled approvals...), declared by the runtime, applied in its order.
+   error codes, cancelled approvals...), declared by the runtime, applied in its order; then
+   ``limit_model_calls`` (``runtimes.budget``), which gives the run its model-call budget before
+   any of them starts the bridge.
 3. ``emit_subagents`` (``emitters.core``): SUBAGENT_* lifecycle and attribution. Inside the error
    boundary, so it sees the terminal event it must close its subagents before; it closes them on
    an exception or an early stop too, before the boundary reports it.
@@ -13,7 +15,8 @@ innermost first, and why they sit where they do:
    terminal event last, whatever the stages inside did (an escaping exception becomes RUN_ERROR
    with the bridge's name for it, a stop mid-run becomes RUN_ERROR ``INCOMPLETE_RUN``).
 5. ``Pump.drain`` (``app.pump``): stages 1-4 run in one task and context of their own, with
-   backpressure; what the dialects put out of band is merged in live.
+   backpressure; what the dialects put out of band is merged in live; at shutdown a run that does
+   not finish in time ends with RUN_ERROR ``SERVER_SHUTDOWN``, its subagents closed first.
 6. :func:`encode_sse`: each event as its SSE frame; an event that cannot be encoded ends the run
    with RUN_ERROR ``ENCODING_ERROR`` instead of a cut stream.
 7. ``log_run`` (``app.runlog``): one summary line per run, of what the client was sent (the one
@@ -33,10 +36,11 @@ from ag_ui.core import BaseEvent, EventType, RunAgentInput, RunErrorEvent, RunSt
 from ag_ui.encoder import EventEncoder
 
 from app.config import Settings
-from app.pump import TERMINAL, Pump
+from app.pump import SERVER_SHUTDOWN, TERMINAL, Pump
 from app.runlog import log_run
 from emitters.core import NativeLatch, SubagentRun, emit_subagents, subagent_events_enabled
 from runtimes.base import Bridge, Runtime
+from runtimes.budget import limit_model_calls
 from runtimes.model_errors import MODEL_CODES
 
 logger = logging.getLogger("agui.pipeline")
@@ -45,7 +49,7 @@ INCOMPLETE_RUN = "INCOMPLETE_RUN"
 ENCODING_ERROR = "ENCODING_ERROR"
 INTERNAL_ERROR = "INTERNAL_ERROR"
 RUNTIME_ERROR = "RUNTIME_ERROR"
-PIPELINE_CODES = frozenset({INCOMPLETE_RUN, ENCODING_ERROR, INTERNAL_ERROR, RUNTIME_ERROR})
+PIPELINE_CODES = frozenset({INCOMPLETE_RUN, ENCODING_ERROR, INTERNAL_ERROR, RUNTIME_ERROR, SERVER_SHUTDOWN})
 """The RUN_ERROR codes the pipeline itself sends (docs/errors.md, with every other code)."""
 _ENCODER = EventEncoder()
 
@@ -67,17 +71,18 @@ class RoutePipeline:
 
     def stream(self, run_input: RunAgentInput) -> AsyncIterator[bytes]:
         """The SSE bytes of one run of ``run_input``."""
-        pump = Pump()
         subagents = SubagentRun(
             self.latch,
             thread_id=run_input.thread_id,
-            out=pump.put,
+            out=lambda event: pump.put(event),
             enabled=subagent_events_enabled(run_input.forwarded_props, self.settings.agui_subagent_events),
             interrupt_owner=self.bridge.interrupt_owner,
         )
+        pump = Pump(closing=lambda: subagents.visible(subagents.close_all("The server is shutting down.")))
         events = self.bridge.run(run_input)
         for stage in self.bridge.stages:
             events = stage(events, run_input)
+        events = limit_model_calls(events, self.settings.agui_max_model_calls)
         events = one_run(emit_subagents(events, subagents), run_input, self.bridge, self.codes)
         frames = encode_sse(pump.drain(events))
         return log_run(frames, runtime=self.runtime.name, thread_id=run_input.thread_id, run_id=run_input.run_id)

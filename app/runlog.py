@@ -17,6 +17,12 @@ from contextlib import aclosing
 from ag_ui.core import BaseEvent, EventType
 
 logger = logging.getLogger("agui.run")
+ID_IN_LOG = 128
+"""Ids come from clients: the log keeps at most this many characters of each."""
+
+
+def _short(value: str) -> str:
+    return value if len(value) <= ID_IN_LOG else value[:ID_IN_LOG] + "…"
 
 
 async def log_run(
@@ -42,8 +48,8 @@ async def log_run(
                 {
                     "event": "run",
                     "runtime": runtime,
-                    "threadId": thread_id,
-                    "runId": run_id,
+                    "threadId": _short(thread_id),
+                    "runId": _short(run_id),
                     "outcome": outcome,
                     "durationMs": round((time.perf_counter() - started) * 1000, 1),
                     "events": dict(counts),

@@ -24,7 +24,10 @@ from __future__ import annotations
 import httpx
 import openai
 
-MODEL_CODES = frozenset({"MODEL_TIMEOUT", "MODEL_AUTH_ERROR", "MODEL_UNREACHABLE", "MODEL_ERROR"})
+MODEL_CODES = frozenset(
+    {"MODEL_TIMEOUT", "MODEL_AUTH_ERROR", "MODEL_UNREACHABLE", "MODEL_ERROR", "TOO_MANY_MODEL_CALLS"}
+)
+"""Every code a failed model call gets (``TOO_MANY_MODEL_CALLS``: the run's budget, ``runtimes.budget``)."""
 
 
 class ModelError(Exception):

@@ -45,11 +45,14 @@ CASES = [
     Case("HTTP 500", "fake-500", "MODEL_ERROR"),
     Case("drops the connection mid-stream", "fake-drop", "MODEL_ERROR"),
     Case("sends an error inside the stream", "fake-inband-error", "MODEL_ERROR"),
+    Case("answers garbage", "fake-garbage", "MODEL_ERROR"),
+    Case("keeps calling tools", "fake-loop", "TOO_MANY_MODEL_CALLS", "What's the weather in Oslo?", within_s=20),
     Case("wrong key", "scripted", "MODEL_AUTH_ERROR", overrides=(("openai_api_key", "wrong-key"),)),
     Case("no key", "scripted", "MODEL_AUTH_ERROR", overrides=(("openai_api_key", None),)),
     Case("unreachable endpoint", "scripted", "MODEL_UNREACHABLE", overrides=(("openai_base_url", "UNREACHABLE"),)),
     Case("specialist never answers", "fake-specialist-hang", "MODEL_TIMEOUT", "Research Lisbon", specialist=True),
     Case("specialist gets HTTP 500", "fake-specialist-500", "MODEL_ERROR", "Research Lisbon", specialist=True),
+    Case("specialist gets garbage", "fake-specialist-garbage", "MODEL_ERROR", "Research Lisbon", specialist=True),
 ]
 
 

@@ -30,7 +30,7 @@ from runtimes.script import (
     parent_step,
     specialist_step,
 )
-from runtimes.strands.errors import NamingOpenAIModel
+from runtimes.strands.errors import NamingOpenAIModel, model_call
 
 ScriptStep = Callable[[Turn], Step]
 
@@ -60,7 +60,8 @@ class ScriptedModel(Model):
     ) -> AsyncGenerator[StreamEvent, None]:
         offered = [spec["name"] for spec in tool_specs or []]
         step = self._step(turn_from_messages(messages, frontend_tools=[n for n in offered if n not in BACKEND_TOOLS]))
-        async for event in script.paced(_stream_events(step), float(self._config["delay_s"]), is_chunk=_is_delta):
+        paced = script.paced(_stream_events(step), float(self._config["delay_s"]), is_chunk=_is_delta)
+        async for event in model_call(paced):
             yield event
 
 
