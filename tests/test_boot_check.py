@@ -187,6 +187,17 @@ def test_dockerfile_installs_exactly_like_the_boot_check() -> None:
     assert all(step[0] == "sync" for step in boot_check.INSTALL_STEPS)
 
 
+def test_every_download_step_can_trust_an_extra_ca_bundle() -> None:
+    """The build secret ``ca-certificates`` stands in for the bundle pip and uv are told to trust."""
+    env = " ".join(line for line in _dockerfile_instructions() if line.startswith("ENV "))
+    bundle = re.search(r"PIP_CERT=(\S+)", env)
+    assert bundle and "UV_SYSTEM_CERTS=1" in env
+    mount = f"--mount=type=secret,id=ca-certificates,target={bundle.group(1)}"
+    downloads = [(options, command) for options, command in _run_commands() if command[0] in ("pip", "uv")]
+    assert len(downloads) == 1 + len(boot_check.INSTALL_STEPS)
+    assert all(options == [mount] for options, _ in downloads), downloads
+
+
 def test_dockerfile_entrypoint_is_the_boot_checks() -> None:
     entrypoints = [line for line in _dockerfile_instructions() if line.startswith("ENTRYPOINT ")]
     assert [json.loads(line.removeprefix("ENTRYPOINT ")) for line in entrypoints] == [list(boot_check.ENTRYPOINT)]
