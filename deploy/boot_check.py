@@ -34,7 +34,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from deploy.drive import LOG_TAIL_LINES, Report, StepFailed, drive, free_port, wait_for_ok
+from deploy.drive import LOG_TAIL_LINES, Report, StepFailed, drive, wait_for_ok
+from deploy.loopback import free_port
 
 PROJECT = Path(__file__).resolve().parents[1]
 

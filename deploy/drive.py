@@ -14,16 +14,16 @@ streaming in the background, for checks that stop a server mid-stream.
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import httpx
 
+from deploy.loopback import wait_until_ok
 from verifier import parse_sse, verify_events, verify_thread
+from verifier.client import history_after, interrupts, resume, run_input
 
 PLAIN_PROMPT = "Hello there!"
 DELEGATION_PROMPT = "Research the history of Lisbon"
@@ -62,51 +62,30 @@ class StepFailed(Exception):
     """One step on one route went wrong; the message says how."""
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def wait_for_ok(base: str, exit_code: Callable[[], int | None], timeout_s: float) -> float:
-    """Poll ``/ok`` until it answers 200; returns the seconds waited.
-
-    ``exit_code`` is the server's ``poll``: a server that exits stops the wait at once.
-    """
-    start = time.monotonic()
-    while time.monotonic() - start < timeout_s:
-        code = exit_code()
-        if code is not None:
-            raise StepFailed(f"server exited with code {code} before /ok answered")
-        try:
-            if httpx.get(f"{base}/ok", timeout=2).status_code == 200:
-                return time.monotonic() - start
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    raise StepFailed(f"/ok did not answer 200 within {timeout_s:g} s")
+    """``deploy.loopback.wait_until_ok`` as a step: the seconds until ``/ok`` answered, or
+    ``StepFailed`` naming the exit code of a server (``exit_code`` is its ``poll``) that died."""
+    try:
+        return wait_until_ok(base, timeout_s=timeout_s, alive=lambda: exit_code() is None)
+    except RuntimeError:
+        raise StepFailed(f"server exited with code {exit_code()} before /ok answered") from None
+    except TimeoutError as error:
+        raise StepFailed(str(error)) from None
 
 
 def list_routes(base: str) -> list[str]:
-    response = httpx.get(f"{base}/", timeout=10)
+    """The runtime routes the capabilities document (``GET /``) lists."""
+    try:
+        response = httpx.get(f"{base}/", timeout=10)
+        listing = response.json() if response.status_code == 200 else {}
+    except (httpx.HTTPError, ValueError) as error:
+        raise StepFailed(f"GET / failed: {error!r}") from None
     if response.status_code != 200:
         raise StepFailed(f"GET / answered HTTP {response.status_code}")
-    routes = [runtime.get("route") for runtime in response.json().get("runtimes", [])]
+    routes = [runtime.get("route") for runtime in listing.get("runtimes", [])]
     if not routes or not all(isinstance(route, str) for route in routes):
         raise StepFailed(f"GET / lists no runtime routes: {response.text[:300]}")
     return routes
-
-
-def run_input(thread_id: str, messages: list[dict], **extra: object) -> dict:
-    """A complete RunAgentInput (wire form)."""
-    return {"threadId": thread_id, "runId": f"run-{uuid.uuid4().hex[:8]}", "messages": messages, "state": {},
-            "tools": [], "context": [], "forwardedProps": {}, **extra}  # fmt: skip
-
-
-def first_turn(prompt: str) -> dict:
-    """A run on a new thread with one user message."""
-    message = {"id": f"msg-{uuid.uuid4().hex[:8]}", "role": "user", "content": prompt}
-    return run_input(f"drive-{uuid.uuid4().hex[:8]}", [message])
 
 
 def stream_run(url: str, body: dict, timeout_s: float) -> Events:
@@ -159,7 +138,7 @@ def require_types(events: Events, *required: str) -> None:
 
 
 def plain(url: str, timeout_s: float) -> str:
-    events = stream_run(url, first_turn(PLAIN_PROMPT), timeout_s)
+    events = stream_run(url, run_input(PLAIN_PROMPT), timeout_s)
     require_finished(events)
     require_types(events, "TEXT_MESSAGE_CONTENT")
     require_valid(verify_events(events))
@@ -167,7 +146,7 @@ def plain(url: str, timeout_s: float) -> str:
 
 
 def delegation(url: str, timeout_s: float) -> str:
-    events = stream_run(url, first_turn(DELEGATION_PROMPT), timeout_s)
+    events = stream_run(url, run_input(DELEGATION_PROMPT), timeout_s)
     require_finished(events)
     require_types(events, "TEXT_MESSAGE_CONTENT", "SUBAGENT_STARTED")
     require_valid(verify_events(events))
@@ -176,18 +155,18 @@ def delegation(url: str, timeout_s: float) -> str:
 
 def approval(url: str, timeout_s: float) -> str:
     """Interrupt, then a resume on the same thread that approves every interrupt."""
-    body = first_turn(APPROVAL_PROMPT)
+    body = run_input(APPROVAL_PROMPT)
     first = stream_run(url, body, timeout_s)
-    interrupts = require_finished(first, "interrupt").get("outcome", {}).get("interrupts") or []
-    if not interrupts:
+    require_finished(first, "interrupt")
+    pending = interrupts(first)
+    if not pending:
         raise StepFailed("the interrupt outcome lists no interrupts")
-    snapshots = [event["messages"] for event in first if event.get("type") == "MESSAGES_SNAPSHOT"]
-    answers = [{"interruptId": item["id"], "status": "resolved", "payload": {"approved": True}} for item in interrupts]
-    resume = run_input(body["threadId"], snapshots[-1] if snapshots else body["messages"], resume=answers)
-    second = stream_run(url, resume, timeout_s)
+    answer = resume(pending, payload={"approved": True})
+    second = stream_run(url, run_input(thread_id=body["threadId"], messages=history_after(body, first), resume=answer),
+                        timeout_s)  # fmt: skip
     require_finished(second)
     require_valid(verify_thread([first, second]))
-    return f"{len(interrupts)} interrupt(s) approved, {len(first)} + {len(second)} events"
+    return f"{len(pending)} interrupt(s) approved, {len(first)} + {len(second)} events"
 
 
 STEPS: tuple[tuple[str, Callable[[str, float], str]], ...] = (
@@ -202,8 +181,8 @@ def drive(base: str, *, run_timeout_s: float = 60) -> Report:
     report = Report()
     try:
         routes = list_routes(base)
-    except (StepFailed, httpx.HTTPError, ValueError) as failure:
-        report.failures.append(f"GET /: {failure}")
+    except StepFailed as failure:
+        report.failures.append(str(failure))
         return report
     report.passed.append(f"GET / lists {len(routes)} runtime routes: {', '.join(routes)}")
     for route in routes:
@@ -225,7 +204,7 @@ class OpenStream:
     def __init__(self, url: str, prompt: str, timeout_s: float) -> None:
         self.url, self.raw, self.error = url, b"", ""
         self._started = threading.Event()
-        self._thread = threading.Thread(target=self._read, args=(first_turn(prompt), timeout_s), daemon=True)
+        self._thread = threading.Thread(target=self._read, args=(run_input(prompt), timeout_s), daemon=True)
         self._thread.start()
 
     def _read(self, body: dict, timeout_s: float) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from deploy import boot_check
-from deploy.drive import free_port
+from deploy.loopback import free_port
 from deploy.serve import JsonFormatter, ServeConfig
 
 ROOT = Path(__file__).resolve().parents[1]
