@@ -1,8 +1,9 @@
 # AG-UI multi-runtime server. Build: docker build -t agui-multiruntime .
 # Run:   docker run -p 8000:8000 agui-multiruntime   (offline scripted model, every route)
-# See docs/deploy.md. `make boot-check` proves, without a Docker engine, that what this file
-# installs boots and serves every route: it copies the same build context (.dockerignore) and
-# runs the same `uv sync` steps (deploy/boot_check.py INSTALL_STEPS; a test keeps them equal).
+# See docs/deploy.md. `make image-check` builds this file as it is (docker, or podman where no
+# docker engine runs), runs the image with -p and drives every route from outside. `make
+# boot-check` proves what this file installs boots, without an engine: same build context
+# (.dockerignore), same `uv sync` steps (deploy/boot_check.py INSTALL_STEPS; a test keeps them equal).
 
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
 
