@@ -13,7 +13,7 @@ built and "deployed" while its route was dead. So this check builds the real ima
    made from Debian's packages where no container registry is reachable (``deploy.base_image``);
 3. build: the Dockerfile unchanged, with this machine's CA bundle as the ``ca-certificates``
    build secret (the Dockerfile's own support for TLS-intercepting proxies); prints the build
-   time, the image size and its biggest layers;
+   time, the image's size (which must stay within ``SIZE_BUDGET_MB``) and its biggest layers;
 4. run: ``run --rm -p 127.0.0.1:<free port>:8000`` with the image's defaults, then from outside:
    the time to a served ``/ok``, the server process's uid (not 0), the image's HEALTHCHECK as the
    engine runs it, ``deploy.drive`` on every route ``GET /`` lists (a plain reply, a delegation,
@@ -63,6 +63,7 @@ STOP_TIMEOUT_S = 10  # `docker stop` and `podman stop` wait this long by default
 SLOW_STREAMS = {"AGUI_SCRIPT_DELAY_MS": "2000"}  # a delegation then streams for over a minute
 HOST_CA_BUNDLES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt")
 LAYER_NOISE = re.compile(r"^/bin/sh -c (#\(nop\) )?|:[0-9a-f]{64}")  # shell prefix and content hashes
+SIZE_BUDGET_MB = 350  # docs/deploy.md: the base (about 150 MB) and the locked venv (about 145 MB), plus room
 BUILD_TIMEOUT_S = 1800
 BOOT_TIMEOUT_S = 60
 HEALTH_TIMEOUT_S = 60
@@ -170,14 +171,14 @@ def _bytes(human: str) -> float:
     return float(match[1]) * scale[match[2]] if match else 0.0
 
 
-def describe(cli: Cli, image: str) -> str:
-    """The image's size and its three biggest layers, as the engine reports them."""
+def describe(cli: Cli, image: str) -> tuple[int, str]:
+    """The image's size in bytes, and a line naming it and its three biggest layers."""
     size = int(cli.run("image", "inspect", "--format", "{{.Size}}", image).stdout.strip() or 0)
     history = cli.run("history", "--no-trunc", "--format", "{{.Size}}\t{{.CreatedBy}}", image).stdout
     layers = [line.split("\t", 1) for line in history.splitlines() if "\t" in line]
     biggest = sorted(layers, key=lambda layer: _bytes(layer[0]), reverse=True)[:3]
     named = [f"{human} {LAYER_NOISE.sub('', created).strip()[:70]}" for human, created in biggest]
-    return f"size={size / 1e6:.0f}MB | biggest layers: " + "; ".join(named)
+    return size, f"size={size / 1e6:.0f}MB (budget {SIZE_BUDGET_MB}MB) | biggest layers: " + "; ".join(named)
 
 
 # --- run and drive -------------------------------------------------------------------------
@@ -306,8 +307,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"image-check: FAIL  {error}", file=sys.stderr, flush=True)
             return 1
         print(f"image-check: build={took:.1f}s | {args.tag} ({image[:19]}) from {PROJECT / 'Dockerfile'}", flush=True)
-        print(f"image-check: {describe(cli, image)}", flush=True)
+        size, line = describe(cli, image)
+        print(f"image-check: {line}", flush=True)
         report = run_checks(cli, image, workdir)
+        if size > SIZE_BUDGET_MB * 1e6:
+            report.failures.append(f"the image is {size / 1e6:.0f} MB, over its {SIZE_BUDGET_MB} MB budget")
+            print(f"FAIL  {report.failures[-1]} (docs/deploy.md says what it is made of)", flush=True)
     verdict = "passed" if report.ok else "FAILED"
     print(f"image-check: {verdict} | {time.monotonic() - start:.0f} s in all", flush=True)
     return 0 if report.ok else 1
