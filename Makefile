@@ -6,8 +6,9 @@ PYTHON ?= python3
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 HOST ?= 127.0.0.1
 PORT ?= 8000
+IMAGE_ENGINE ?= auto
 
-.PHONY: serve test setup lint boot-check lint-docker client-deps captures matrix bench load tour
+.PHONY: serve test setup lint boot-check image-check lint-docker client-deps captures matrix bench load tour
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -23,12 +24,18 @@ serve: setup
 	HOST=$(HOST) PORT=$(PORT) .venv/bin/python -m deploy.serve
 
 # pytest stays last, so its summary is the last line CI prints.
-test: setup client-deps lint-docker boot-check
+test: setup client-deps lint-docker boot-check image-check
 	.venv/bin/python -m pytest
 
 # Install what the image installs into a fresh venv, boot its entrypoint, drive every route.
 boot-check: setup
 	.venv/bin/python -m deploy.boot_check --uv $(UV)
+
+# Build the Dockerfile (docker, else podman), run the image with -p, drive every route from outside,
+# stop it. Installs podman and makes a stand-in base image where needed (docs/deploy.md);
+# IMAGE_ENGINE=docker or IMAGE_ENGINE=podman picks the engine instead.
+image-check: setup
+	.venv/bin/python -m deploy.image_check --engine $(IMAGE_ENGINE)
 
 lint-docker: setup
 	.venv/bin/hadolint Dockerfile
