@@ -14,7 +14,7 @@ FORWARDED_ALLOW_IPS    127.0.0.1      proxies whose X-Forwarded-* headers are tr
                                       (comma list, or * behind a platform's proxy)
 LOG_LEVEL              info           critical, error, warning, info, debug, trace
 LOG_FORMAT             plain          plain: one readable line; json: one JSON object
-SHUTDOWN_TIMEOUT_S     8              on SIGTERM, open SSE streams get this long to end (a
+SHUTDOWN_TIMEOUT_S     6              on SIGTERM, open SSE streams get this long to end (a
                                       run still going a second before ends with RUN_ERROR
                                       SERVER_SHUTDOWN); keep it under the platform's stop
                                       timeout (docker: 10 s), or the process is killed first
@@ -74,7 +74,7 @@ class ServeConfig:
     forwarded_allow_ips: str = "127.0.0.1"
     log_level: str = "info"
     log_format: str = "plain"
-    shutdown_timeout_s: int = 8
+    shutdown_timeout_s: int = 6
     header_timeout_s: int = 10
     limit_concurrency: int = 1000
     timeout_keep_alive_s: int = 5
