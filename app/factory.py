@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from app.config import Settings
 from app.guard import RunInputGuard
 from app.health import health_router
+from app.inspector import add_inspector
 from app.keepalive import SSEKeepalive
 from app.mounting import Runtime
 from app.security import add_security
@@ -33,4 +34,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SSEKeepalive, paths=routes, interval_s=settings.agui_keepalive_s)
     app.add_middleware(RunInputGuard, paths=routes, max_body_bytes=settings.agui_max_body_bytes)
     add_security(app, settings)
+    add_inspector(app)  # outermost: the page holds no secret, so it is served before the token gate
     return app
