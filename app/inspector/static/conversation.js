@@ -5,6 +5,10 @@
 
 import { el } from "./dom.js";
 
+// A long reply is laid out in blocks of about this many characters, cut after whitespace: new text
+// then re-lays out only the last block, so a 10,000-chunk reply does not cost more per chunk as it grows.
+const PART_CHARS = 2000;
+
 const DECISIONS = [
   ["Approve", "approved", { status: "resolved", payload: { approved: true } }],
   ["Reject", "rejected", { status: "resolved", payload: { approved: false } }],
@@ -21,7 +25,7 @@ export class Conversation {
 
   clear() {
     this.root.replaceChildren();
-    this.texts = new Map(); // messageId -> text node
+    this.texts = new Map(); // messageId -> the text node its next delta goes to
     this.tools = new Map(); // toolCallId -> card parts
     this.subagents = new Map(); // subagentRunId -> card parts
   }
@@ -41,16 +45,28 @@ export class Conversation {
   }
 
   TEXT_MESSAGE_START(event) {
-    const text = document.createTextNode("");
-    this.texts.set(event.messageId, text);
     const who = event.subagentRunId ? this.subagents.get(event.subagentRunId)?.name ?? "subagent" : "assistant";
-    this.container(event).append(
-      el("div", { class: "message assistant", "data-message-id": event.messageId }, el("span", { class: "who" }, who), text),
-    );
+    const bubble = el("div", { class: "message assistant", "data-message-id": event.messageId, "data-empty": true }, el("span", { class: "who" }, who));
+    this.texts.set(event.messageId, this.part(bubble));
+    this.container(event).append(bubble);
+  }
+
+  part(bubble) {
+    const text = document.createTextNode("");
+    bubble.append(el("span", { class: "part" }, text));
+    return text;
   }
 
   TEXT_MESSAGE_CONTENT(event) {
-    this.texts.get(event.messageId)?.appendData(event.delta);
+    let text = this.texts.get(event.messageId);
+    if (!text) return;
+    const bubble = text.parentNode.parentNode;
+    if (text.length >= PART_CHARS && /\s$/.test(text.data)) {
+      text = this.part(bubble);
+      this.texts.set(event.messageId, text);
+    }
+    text.appendData(event.delta);
+    delete bubble.dataset.empty; // a message opened and closed with no text stays hidden
   }
 
   TOOL_CALL_START(event) {
@@ -144,7 +160,8 @@ export class Conversation {
 
   /** A run that failed before or outside the stream (HTTP error, the client's verifier). */
   failure(error) {
-    this.root.append(el("div", { class: "error", role: "alert" }, `The run failed: ${error.message ?? error}`));
+    const hint = "Open interrupts stay open on this thread; New thread starts afresh.";
+    this.root.append(el("div", { class: "error", role: "alert" }, `The run failed: ${error.message ?? error}. ${hint}`));
   }
 
   toolAnswered({ toolCallId, content }) {
@@ -155,9 +172,11 @@ export class Conversation {
   interrupts(interrupts) {
     if (interrupts.length === 0) return;
     const decisions = {};
+    const choices = [];
     for (const interrupt of interrupts) {
       const tool = this.tools.get(interrupt.toolCallId);
       const choice = el("span", { class: "muted" });
+      choices.push(choice);
       const buttons = DECISIONS.map(([label, done, decision]) =>
         el("button", {
           type: "button",
@@ -165,10 +184,11 @@ export class Conversation {
           onclick: () => {
             decisions[interrupt.id] = decision;
             for (const button of buttons) button.disabled = true;
-            choice.textContent = done;
             card.dataset.decision = done;
-            if (Object.keys(decisions).length === interrupts.length) this.onAnswer(decisions);
-            else choice.textContent += " — answer the other approvals to send";
+            const waiting = Object.keys(decisions).length < interrupts.length;
+            for (const each of choices) each.textContent = each.textContent.replace(/ — .*/, "");
+            choice.textContent = waiting ? `${done} — answer the other approvals to send them together` : done;
+            if (!waiting) this.onAnswer(decisions);
           },
         }, label),
       );

@@ -42,6 +42,8 @@ export class EventLog {
   refilter() {
     const type = this.filter.value;
     this.shown = type ? this.entries.filter((entry) => entry.event.type === type) : [...this.entries];
+    this.rows = new Map(); // index in `shown` -> its row, kept while in view so a click lands
+    this.spacer.replaceChildren();
     this.follow = true;
     this.render();
   }
@@ -60,9 +62,18 @@ export class EventLog {
     this.follow = false;
     const first = Math.max(0, Math.floor(viewport.scrollTop / ROW_HEIGHT) - OVERSCAN);
     const last = Math.min(shown.length, Math.ceil((viewport.scrollTop + viewport.clientHeight) / ROW_HEIGHT) + OVERSCAN);
-    const rows = [];
-    for (let index = first; index < last; index++) rows.push(this.row(shown[index], index));
-    this.spacer.replaceChildren(...rows);
+    for (const [index, row] of this.rows) {
+      if (index < first || index >= last) {
+        row.remove();
+        this.rows.delete(index);
+      }
+    }
+    for (let index = first; index < last; index++) {
+      if (this.rows.has(index)) continue;
+      const row = this.row(shown[index], index);
+      this.rows.set(index, row);
+      this.spacer.append(row);
+    }
     this.count.textContent = `${shown.length} of ${this.entries.length} events`;
     this.count.dataset.total = this.entries.length;
   }

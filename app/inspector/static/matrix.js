@@ -11,7 +11,7 @@ if (!response.ok) {
   root.replaceChildren(el("p", { class: "error" }, `The matrix is not available here (HTTP ${response.status}).`));
 } else {
   render(await response.text());
-  document.getElementById(decodeURIComponent(location.hash.slice(1)))?.scrollIntoView();
+  document.getElementById(decodeURIComponent(location.hash.slice(1)))?.scrollIntoView({ block: "center" });
 }
 
 function render(markdown) {

@@ -2,7 +2,7 @@
 // The agent does the protocol work (SSE parsing, verifyEvents, state snapshots and JSON Patch
 // deltas, the message history it sends back); the session only starts runs and tells the panels.
 
-import { HttpAgent, buildResumeArray } from "./vendor/ag-ui-client.js";
+import { HttpAgent, Observable, buildResumeArray } from "./vendor/ag-ui-client.js";
 import { authHeaders, rememberRequest } from "./api.js";
 import { FRONTEND_TOOLS, runFrontendTool } from "./tools.js";
 
@@ -15,6 +15,7 @@ export class Session {
     this.runtime = runtime;
     this.olderClient = olderClient;
     this.agent = new HttpAgent({ url: runtime.route, headers: authHeaders(), threadId: newId("thread") });
+    this.agent.use(paced);
     this.events = []; // {n, run, at (ms since its run started), event}
     this.runs = []; // {n, input, outcome, interrupts, error, done}
     this.busy = false;
@@ -97,4 +98,51 @@ export class Session {
     }
     await this.run({});
   }
+}
+
+const SLICE_MS = 12;
+
+/** Middleware (the client's public `use`): hands the client the stream in slices, letting the
+ * browser paint and answer input between them. Why: the client applies each event in microtasks,
+ * so a burst of thousands of buffered events would otherwise hold the main thread until it ends.
+ * The slice grows while a tick's work stays under SLICE_MS and halves when it does not. */
+function paced(input, next) {
+  return new Observable((subscriber) => {
+    const queue = [];
+    let ended = null;
+    let batch = 32;
+    let lastTick = 0;
+    let timer = null;
+    const tick = () => {
+      timer = null;
+      const now = performance.now();
+      if (lastTick) batch = now - lastTick > 2 * SLICE_MS ? Math.max(1, batch >> 1) : Math.min(4096, batch * 2);
+      lastTick = now;
+      for (const event of queue.splice(0, batch)) subscriber.next(event);
+      if (queue.length > 0) timer = setTimeout(tick);
+      else if (ended) ended.error ? subscriber.error(ended.error) : subscriber.complete();
+      else lastTick = 0;
+    };
+    const schedule = () => {
+      timer ??= setTimeout(tick);
+    };
+    const upstream = next.run(input).subscribe({
+      next: (event) => {
+        queue.push(event);
+        schedule();
+      },
+      error: (error) => {
+        ended = { error };
+        schedule();
+      },
+      complete: () => {
+        ended = {};
+        schedule();
+      },
+    });
+    return () => {
+      clearTimeout(timer);
+      upstream.unsubscribe();
+    };
+  });
 }
