@@ -279,6 +279,23 @@ STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 
 
+# The inspector page (app/inspector) and what it cannot work without: its code, the bundled client,
+# and the matrix its differences link to (force-included into the wheel from docs/).
+PAGE_FILES: tuple[str, ...] = ("inspector/main.js", "inspector/vendor/ag-ui-client.js", "inspector/matrix.md")
+
+
+def check_page(base: str) -> str:
+    """A browser's ``GET /`` gets the page, and the installed package serves the page's files."""
+    page = httpx.get(f"{base}/", headers={"accept": "text/html"}, timeout=10)
+    if page.status_code != 200 or "text/html" not in page.headers.get("content-type", ""):
+        raise StepFailed(f"GET / for a browser answered HTTP {page.status_code} {page.headers.get('content-type')}")
+    for path in PAGE_FILES:
+        response = httpx.get(f"{base}/{path}", timeout=10)
+        if response.status_code != 200 or not response.content:
+            raise StepFailed(f"/{path} answered HTTP {response.status_code}")
+    return f"page and {len(PAGE_FILES)} files served"
+
+
 def check(
     python: Path,
     cwd: Path,
@@ -301,6 +318,11 @@ def check(
             except StepFailed as failure:
                 report.failures.append(f"boot: {failure}")
                 routes = []
+            if routes:
+                try:
+                    report.passed.append(f"inspector page: {check_page(base)}")
+                except StepFailed as failure:
+                    report.failures.append(f"inspector page: {failure}")
             for route in routes:
                 for step, prompt, expect in STEPS:
                     try:
