@@ -10,12 +10,13 @@ import { Session } from "./session.js";
 import { StatePanel } from "./state.js";
 
 const $ = (id) => document.getElementById(id);
-const page = { runtimes: [], session: null };
+const page = { runtimes: [], session: null, compare: null };
 
 const conversation = new Conversation($("conversation"), { onAnswer: (answers) => page.session.answer(answers) });
 const statePanel = new StatePanel($("state"));
 const log = new EventLog($("log"));
 const compare = new CompareView({ columns: $("columns"), differences: $("differences") });
+page.compare = compare;
 
 /** A new thread on the picked runtime; the panels follow its session. */
 function newSession() {
@@ -132,7 +133,7 @@ function fail(error) {
   $("status").textContent = `The inspector could not start: ${error.message}`;
 }
 
-// For the browser tests and the curious: the current session's recorded runs and events.
+// For the browser tests and the curious: the sessions' recorded runs and events.
 window.inspector = page;
 showView();
 boot().catch(fail);

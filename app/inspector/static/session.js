@@ -58,8 +58,9 @@ export class Session {
         this.events.push(entry);
         this.emit("event", entry);
       },
+      // partialToolCallArgs is the client's completion of the arguments so far, as JSON text.
       onToolCallArgsEvent: ({ event, toolCallName, partialToolCallArgs }) =>
-        this.emit("args", { toolCallId: event.toolCallId, toolCallName, args: partialToolCallArgs }),
+        this.emit("args", { toolCallId: event.toolCallId, toolCallName, args: parsed(partialToolCallArgs) }),
       onToolCallEndEvent: ({ event, toolCallName, toolCallArgs }) =>
         this.emit("args", { toolCallId: event.toolCallId, toolCallName, args: toolCallArgs }),
       onStateChanged: ({ state }) => this.emit("state", state),
@@ -97,6 +98,15 @@ export class Session {
       this.emit("tool", { toolCallId: call.id, content });
     }
     await this.run({});
+  }
+}
+
+function parsed(json) {
+  if (typeof json !== "string") return json;
+  try {
+    return JSON.parse(json);
+  } catch {
+    return {};
   }
 }
 
