@@ -102,10 +102,10 @@ def page(chromium: object, base: str, request: pytest.FixtureRequest) -> Iterato
     assert problems == [], f"console errors: {problems}"
 
 
-def shot(page: object, name: str) -> None:
+def shot(page: object, name: str, *, full_page: bool = True) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
-    page.screenshot(path=str(ARTIFACTS / f"{safe}.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / f"{safe}.png"), full_page=full_page)
 
 
 def on_runtime(page: object, route: str) -> None:
@@ -357,7 +357,7 @@ def test_compare_view_runs_every_runtime_and_links_each_difference_to_the_matrix
         links[0].click()
         page.wait_for_selector("table")
         assert page.locator("tr:has(#subagent_approval)").count() == 1
-        shot(page, "readme-matrix")
+        shot(page, "readme-matrix", full_page=False)  # the row in view, not the whole document
 
 
 # --- the page's controls ------------------------------------------------------------------------
