@@ -1,24 +1,17 @@
-"""The app factory: one FastAPI app, one route per runtime, health and capabilities.
-
-Adding a runtime: write ``runtimes/<name>/`` exposing ``runtime`` (see ``app.mounting.Runtime``)
-and add it to ``RUNTIMES`` below.
-"""
+"""The app factory: one FastAPI app, one route per registered runtime, health and capabilities."""
 
 from __future__ import annotations
 
 from fastapi import FastAPI
 
 from app.config import Settings
-from app.guard import RunInputGuard
 from app.health import health_router
 from app.inspector import add_inspector
 from app.keepalive import SSEKeepalive
-from app.mounting import Runtime
+from app.mounting import mount
+from app.pipeline import RoutePipeline
+from app.registry import RUNTIMES
 from app.security import add_security
-from runtimes.msaf import runtime as msaf_runtime
-from runtimes.strands import runtime as strands_runtime
-
-RUNTIMES: tuple[Runtime, ...] = (strands_runtime, msaf_runtime)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -26,13 +19,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     app = FastAPI(title="AG-UI multi-runtime server", version="0.1.0")
     app.state.settings = settings
+    app.state.pipelines = {}  # route -> its RoutePipeline (the runtime, its bridge, its native latch)
     app.include_router(health_router(RUNTIMES, settings))
     for runtime in RUNTIMES:
-        runtime.mount(app, settings)
-    routes = frozenset(runtime.route for runtime in RUNTIMES)
-    # Outermost last: the guard answers bad input before a bridge sees it; keepalive wraps streams.
-    app.add_middleware(SSEKeepalive, paths=routes, interval_s=settings.agui_keepalive_s)
-    app.add_middleware(RunInputGuard, paths=routes, max_body_bytes=settings.agui_max_body_bytes)
-    add_security(app, settings)
+        pipeline = RoutePipeline(runtime, runtime.build(settings), settings)
+        app.state.pipelines[runtime.route] = pipeline
+        mount(app, pipeline, max_body_bytes=settings.agui_max_body_bytes)
+    app.add_middleware(SSEKeepalive, paths=frozenset(app.state.pipelines), interval_s=settings.agui_keepalive_s)
+    add_security(app, settings)  # CORS answers preflights, then the token gate
     add_inspector(app)  # outermost: the page holds no secret, so it is served before the token gate
     return app

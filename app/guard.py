@@ -1,10 +1,13 @@
 """Request guard for the runtime routes: bad input gets a clear 4xx JSON error before any bridge.
 
-The two upstream bridges parse ``RunAgentInput`` differently (ag-ui-strands strictly, with
-``tools``/``context``/``forwardedProps`` required on protocol 0.1.22; agent-framework-ag-ui
-leniently, inventing ids). This guard gives every route one contract: the protocol's own model
-decides what is valid, the optional fields get their defaults, and the bridge receives a body it
-accepts. Errors name the field.
+Every route has one input contract, whatever its bridge would accept: the protocol's own model
+decides what is valid, the optional fields get their defaults (ag-ui-protocol 0.1.22 still
+requires ``tools``, ``context``, ``forwardedProps`` and ``state``), and errors name the field in
+its wire form. What passes is parsed once, here, into the ``RunAgentInput`` the pipeline runs.
+
+One legacy shape is accepted at this edge for every route: a resume sent the older way, as
+``forwardedProps.command.resume`` entries naming their interrupts, becomes the protocol's
+top-level ``resume``, so no runtime reads resume shapes of its own.
 """
 
 from __future__ import annotations
@@ -14,12 +17,13 @@ from collections.abc import Iterable
 
 from ag_ui.core import RunAgentInput
 from pydantic import ValidationError
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-# Optional in protocol 1.0; some bridges on 0.1.22 still require them.
 MESSAGE_ROLES = frozenset({"developer", "system", "assistant", "user", "tool", "activity", "reasoning"})
 OPTIONAL_DEFAULTS: dict[str, object] = {"tools": [], "context": [], "forwardedProps": {}, "state": {}}
+INTERRUPT_ID_KEYS = ("interruptId", "interrupt_id", "id", "toolCallId")
+"""Where a legacy resume entry names its interrupt."""
 
 
 class BadRequest(Exception):
@@ -36,8 +40,8 @@ class BadRequest(Exception):
         return JSONResponse(body, status_code=self.status)
 
 
-def normalize_run_input(raw: bytes, content_type: str | None) -> bytes:
-    """Check one request body and return it with protocol defaults filled in."""
+def parse_run_input(raw: bytes, content_type: str | None) -> RunAgentInput:
+    """Check one request body and return the run it asks for, protocol defaults filled in."""
     media_type = (content_type or "").split(";", 1)[0].strip().lower()
     is_json = media_type == "application/json" or (
         media_type.startswith("application/") and media_type.endswith("+json")
@@ -55,13 +59,66 @@ def normalize_run_input(raw: bytes, content_type: str | None) -> bytes:
     for key, default in OPTIONAL_DEFAULTS.items():
         if body.get(key) is None:
             body[key] = default
+    if body.get("resume") is None:
+        legacy = _legacy_resume(body["forwardedProps"])
+        if legacy is not None:
+            body["resume"] = legacy
     try:
-        RunAgentInput.model_validate(body)
+        return RunAgentInput.model_validate(body)
     except ValidationError as exc:
         error = exc.errors()[0]
         where = _field_path(error["loc"])
         raise BadRequest(422, "invalid_field", f"{where}: {error['msg']}", field=where) from exc
-    return json.dumps(body).encode()
+
+
+async def read_run_input(request: Request, max_body_bytes: int) -> RunAgentInput:
+    """Read the body (refusing more than ``max_body_bytes``, before reading it when the length is
+    declared) and parse it."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
+        raise _too_large(max_body_bytes)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_body_bytes:
+                raise _too_large(max_body_bytes)
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise BadRequest(400, "client_disconnected", "The client went away before sending the body.") from None
+    return parse_run_input(b"".join(chunks), request.headers.get("content-type"))
+
+
+def _too_large(max_body_bytes: int) -> BadRequest:
+    return BadRequest(413, "body_too_large", f"The body is larger than {max_body_bytes} bytes.")
+
+
+def _legacy_resume(forwarded_props: object) -> list[dict] | None:
+    """``forwardedProps.command.resume`` as top-level resume entries, when its entries name their
+    interrupts (a bare value without ids is a runtime's own convention, left where it is)."""
+    command = forwarded_props.get("command") if isinstance(forwarded_props, dict) else None
+    value = command.get("resume") if isinstance(command, dict) else None
+    if isinstance(value, dict):
+        value = value.get("interrupts") or value.get("interrupt") or [value]
+    if not isinstance(value, list) or not value:
+        return None
+    if not all(isinstance(entry, dict) and any(entry.get(key) for key in INTERRUPT_ID_KEYS) for entry in value):
+        return None
+    return [_legacy_entry(entry) for entry in value]
+
+
+def _legacy_entry(entry: dict) -> dict:
+    """One entry: its id, its status (resolved unless it says), and its answer under ``payload``,
+    ``value`` or ``response``, or else the rest of its fields."""
+    interrupt_id = next(entry[key] for key in INTERRUPT_ID_KEYS if entry.get(key))
+    converted = {"interruptId": str(interrupt_id), "status": entry.get("status", "resolved")}
+    answer_key = next((key for key in ("payload", "value", "response") if key in entry), None)
+    rest = {key: value for key, value in entry.items() if key not in {*INTERRUPT_ID_KEYS, "type", "status"}}
+    payload = entry[answer_key] if answer_key else rest or None
+    if payload is not None:
+        converted["payload"] = payload
+    return converted
 
 
 def _kind(value: object) -> str:
@@ -78,67 +135,3 @@ def _field_path(loc: Iterable[object]) -> str:
             continue
         parts.append(aliases.get(str(part), str(part)))
     return ".".join(parts) or "body"
-
-
-class RunInputGuard:
-    """ASGI middleware: validate and normalize POST bodies on ``paths``; pass others through."""
-
-    def __init__(self, app: ASGIApp, *, paths: frozenset[str], max_body_bytes: int) -> None:
-        self.app = app
-        self.paths = paths
-        self.max_body_bytes = max_body_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] not in self.paths:
-            await self.app(scope, receive, send)
-            return
-        try:
-            raw = await self._read_body(scope, receive)
-            headers = dict(scope["headers"])
-            content_type = headers.get(b"content-type", b"").decode("latin-1") or None
-            body = normalize_run_input(raw, content_type)
-        except BadRequest as refused:
-            await refused.response()(scope, receive, send)
-            return
-        await self.app(_with_length(scope, len(body)), _replay(body, receive), send)
-
-    async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
-        declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-            raise self._too_large()
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise BadRequest(400, "client_disconnected", "The client went away before sending the body.")
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                raise self._too_large()
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
-
-    def _too_large(self) -> BadRequest:
-        return BadRequest(413, "body_too_large", f"The body is larger than {self.max_body_bytes} bytes.")
-
-
-def _with_length(scope: Scope, length: int) -> Scope:
-    headers = [(k, v) for k, v in scope["headers"] if k != b"content-length"]
-    headers.append((b"content-length", str(length).encode()))
-    return {**scope, "headers": headers}
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A ``receive`` that yields the normalized body once, then the real channel (disconnects)."""
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay

@@ -9,7 +9,8 @@ from importlib import metadata
 from fastapi import APIRouter
 
 from app.config import Settings
-from app.mounting import Runtime, describe
+from app.mounting import describe
+from runtimes.base import Runtime
 from runtimes.script import FEATURES
 
 

@@ -1,9 +1,9 @@
 """SSE keepalive for every runtime route, at the transport level.
 
-ag-ui-strands 0.4.1 streams with no keepalive, so a long silent stretch (a slow model, a
-specialist thinking) can be cut by a proxy's idle timeout. This middleware writes an SSE comment
-(``: keepalive``) whenever an event stream has been silent for ``interval_s``. Comments are not
-events: clients and the protocol ignore them.
+A run can be silent for a long stretch (a slow model, a specialist thinking), and a proxy's idle
+timeout would cut it. This middleware writes an SSE comment (``: keepalive``) whenever an event
+stream has been silent for ``interval_s``, on every runtime route alike. Comments are not events:
+clients and the protocol ignore them.
 """
 
 from __future__ import annotations

@@ -1,36 +1,57 @@
-"""The one small interface every runtime implements to appear on the app.
+"""One route per runtime: ``POST /<name>/agent``, RunAgentInput in, Server-Sent Events out.
 
-A runtime package exposes a module-level ``runtime`` object of this shape; ``app.factory``
-lists them. Adding a runtime = one new package under ``runtimes/`` + one line in
-``app.factory.RUNTIMES``.
+The endpoint is the app's own, the same for every runtime: the guard parses the body once into a
+``RunAgentInput`` (or answers a 4xx JSON error), and the route's pipeline (``app.pipeline``)
+streams the run. The upstream bridges' own FastAPI endpoints are not used: each would parse the
+body again, encode and watch for disconnects its own way.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Protocol
 
+from ag_ui.core import RunAgentInput
 from fastapi import FastAPI
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
 
-from app.config import Settings
+from app.guard import BadRequest, read_run_input
+from app.pipeline import RoutePipeline
+from runtimes.base import Runtime
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+"""No caching or replay of a run's frames; no buffering by proxies that honour the hint (nginx)."""
+REQUEST_SCHEMA = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": RunAgentInput.model_json_schema(by_alias=True)}},
+    }
+}
 
 
-class Runtime(Protocol):
-    """What the app needs from a runtime: who it is, where it lives, and how to mount it."""
+def mount(app: FastAPI, pipeline: RoutePipeline, *, max_body_bytes: int) -> None:
+    """Register ``POST <route>`` for ``pipeline``'s runtime."""
 
-    name: str
-    """Short id, also the first path segment: ``strands`` -> ``POST /strands/agent``."""
-    title: str
-    """Human name of the agent runtime."""
-    bridge_package: str
-    """The upstream AG-UI bridge distribution this route stands on."""
+    async def run(request: Request) -> Response:
+        try:
+            run_input = await read_run_input(request, max_body_bytes)
+        except BadRequest as refused:
+            return refused.response()
+        return StreamingResponse(pipeline.stream(run_input), media_type="text/event-stream", headers=SSE_HEADERS)
 
-    @property
-    def route(self) -> str: ...
-
-    def mount(self, app: FastAPI, settings: Settings) -> None:
-        """Register ``POST self.route`` on ``app``, wired for ``settings``."""
+    runtime = pipeline.runtime
+    app.add_api_route(
+        runtime.route,
+        run,
+        methods=["POST"],
+        name=f"run_{runtime.name}",
+        summary=f"Run the {runtime.title} agent",
+        description=f"A RunAgentInput in, the run's AG-UI events out as Server-Sent Events ({runtime.bridge_package}).",
+        response_class=StreamingResponse,
+        openapi_extra=REQUEST_SCHEMA,
+        tags=["AG-UI"],
+    )
 
 
 @dataclass(frozen=True)
@@ -52,8 +73,3 @@ def describe(runtime: Runtime) -> RuntimeInfo:
         bridge_package=runtime.bridge_package,
         bridge_version=metadata.version(runtime.bridge_package),
     )
-
-
-def agent_route(name: str) -> str:
-    """The one route shape every runtime uses."""
-    return f"/{name}/agent"

@@ -11,6 +11,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 
 from ag_ui.core import BaseEvent, EventType
 
@@ -18,20 +19,21 @@ logger = logging.getLogger("agui.run")
 
 
 async def log_run(
-    events: AsyncIterator[BaseEvent], *, runtime: str, thread_id: str, run_id: str
-) -> AsyncIterator[BaseEvent]:
-    """Pass ``events`` through unchanged and log a summary when the stream ends, however it ends."""
+    frames: AsyncIterator[tuple[BaseEvent, bytes]], *, runtime: str, thread_id: str, run_id: str
+) -> AsyncIterator[bytes]:
+    """Send each event's frame and log a summary of the events when the stream ends, however it ends."""
     started = time.perf_counter()
     counts: Counter[str] = Counter()
     outcome = "disconnected"
     try:
-        async for event in events:
-            counts[event.type.value] += 1
-            if event.type == EventType.RUN_FINISHED:
-                outcome = getattr(event.outcome, "type", None) or "success"
-            elif event.type == EventType.RUN_ERROR:
-                outcome = f"error:{event.code or 'UNKNOWN'}"
-            yield event
+        async with aclosing(frames):
+            async for event, frame in frames:
+                counts[event.type.value] += 1
+                if event.type == EventType.RUN_FINISHED:
+                    outcome = getattr(event.outcome, "type", None) or "success"
+                elif event.type == EventType.RUN_ERROR:
+                    outcome = f"error:{event.code or 'UNKNOWN'}"
+                yield frame
     finally:
         logger.info(
             json.dumps(

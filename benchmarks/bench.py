@@ -45,7 +45,7 @@ DEFAULT_DOCS = ROOT / "docs" / "performance.md"
 class BenchConfig:
     """How much to measure. The defaults are the full run ``docs/performance.md`` reports."""
 
-    runtimes: tuple[str, ...] = RUNTIMES
+    runtimes: tuple[str, ...] = tuple(RUNTIMES)
     scenarios: tuple[str, ...] = tuple(SCENARIOS)
     rounds: int = 8
     """Streaming phase: ratios are taken per round, so the spread across rounds shows the noise."""

@@ -35,6 +35,7 @@ from benchmarks.client import HEADERS, finish_within, percentile
 from benchmarks.machine import load_average, machine_info
 from benchmarks.process import ServerProcess, served_as_configured
 from verifier import parse_sse, verify_events, verify_thread
+from verifier.client import history_after, interrupts, resume, run_input
 
 Events = list[dict]
 Check = Callable[[Events], str | None]
@@ -119,26 +120,18 @@ async def post(client: httpx.AsyncClient, url: str, route: str, body: dict, kind
     return request
 
 
-def run_input(prompt: str | None, thread_id: str, messages: list[dict] | None = None, **extra: object) -> dict:
-    history = list(messages or [])
-    if prompt is not None:
-        history.append({"id": f"msg-{uuid.uuid4().hex[:12]}", "role": "user", "content": prompt})
-    return {"threadId": thread_id, "runId": f"run-{uuid.uuid4().hex[:12]}", "messages": history, "state": {},
-            "tools": [], "context": [], "forwardedProps": {}, **extra}  # fmt: skip
-
-
 def resume_input(first_body: dict, first: Events) -> dict:
-    """What a client sends to approve every open interrupt: its history plus the server's replies."""
-    snapshots = [event["messages"] for event in first if event.get("type") == "MESSAGES_SNAPSHOT"]
-    replies = [message for message in (snapshots[-1] if snapshots else []) if message.get("role") != "user"]
-    interrupts = (first[-1].get("outcome") or {}).get("interrupts") or []
-    answers = [{"interruptId": i["id"], "status": "resolved", "payload": {"approved": True}} for i in interrupts]
-    return run_input(None, first_body["threadId"], [*first_body["messages"], *replies], resume=answers)
+    """What a client sends to approve every open interrupt: its history and the top-level resume."""
+    return run_input(
+        thread_id=first_body["threadId"],
+        messages=history_after(first_body, first),
+        resume=resume(interrupts(first), payload={"approved": True}),
+    )
 
 
 async def one_run(client: httpx.AsyncClient, url: str, route: str, kind: Kind, subagents: bool) -> Outcome:
     outcome = Outcome(kind.name, route)
-    body = run_input(kind.prompt, f"load-{uuid.uuid4().hex[:12]}")
+    body = run_input(kind.prompt, thread_id=f"load-{uuid.uuid4().hex[:12]}")
     first = await post(client, url, route, body, kind.name)
     outcome.requests.append(first)
     if first.error:

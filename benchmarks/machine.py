@@ -8,7 +8,16 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-PACKAGES = ("ag-ui-protocol", "ag-ui-strands", "agent-framework-ag-ui", "fastapi", "uvicorn", "sse-starlette", "httpx")
+from app.registry import RUNTIMES
+
+PACKAGES = (
+    "ag-ui-protocol",
+    *(runtime.bridge_package for runtime in RUNTIMES),
+    "fastapi",
+    "uvicorn",
+    "sse-starlette",
+    "httpx",
+)
 
 
 def _first(path: str, prefix: str) -> str | None:

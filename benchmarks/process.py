@@ -9,25 +9,18 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
+from benchmarks.scenarios import BARE_APPS
+from deploy.loopback import LOOPBACK, free_port, wait_until_ok
 
-LOOPBACK = "127.0.0.1"
 ROOT = Path(__file__).resolve().parent.parent
 FLOOR_FRAMES_ENV = "BENCH_FLOOR_FRAMES"
 """Path of a JSON file ``{"<runtime>/<scenario>": [frame, ...]}`` the floor server replays."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((LOOPBACK, 0))
-        return sock.getsockname()[1]
 
 
 @dataclass(frozen=True)
@@ -38,10 +31,15 @@ class ServerSpec:
     argv: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
     ready_path: str = "/ok"
-    """GET this until it answers; any HTTP status counts unless ``ready_status`` is set."""
-    ready_status: int | None = 200
+    """GET this until it answers 200."""
+    ready_any_status: bool = False
+    """Any HTTP answer means the server is up (apps without ``/ok``: a 404 will do)."""
     clean_env: bool = True
     """Drop the caller's ``AGUI_*``/``OPENAI_*`` variables, so a benchmark always runs offline."""
+
+
+OFFLINE_UNPACED = {"AGUI_MODEL": "scripted", "AGUI_SCRIPT_DELAY_MS": "0"}
+"""What every benchmarked server runs with: the offline model, streaming without pauses."""
 
 
 def ours_spec() -> ServerSpec:
@@ -49,13 +47,7 @@ def ours_spec() -> ServerSpec:
     return ServerSpec(
         "ours",
         (sys.executable, "-m", "deploy.serve"),
-        env={
-            "HOST": LOOPBACK,
-            "PORT": "{port}",
-            "LOG_LEVEL": "warning",
-            "AGUI_MODEL": "scripted",
-            "AGUI_SCRIPT_DELAY_MS": "0",
-        },
+        env={"HOST": LOOPBACK, "PORT": "{port}", "LOG_LEVEL": "warning", **OFFLINE_UNPACED},
     )
 
 
@@ -71,7 +63,7 @@ def served_as_configured() -> ServerSpec:
 
 
 def uvicorn_spec(name: str, factory: str, env: dict[str, str] | None = None) -> ServerSpec:
-    """A comparison app (``benchmarks.targets``) under plain uvicorn, same loop and log level as ours."""
+    """A comparison app under plain uvicorn, same loop and log level as ours."""
     return ServerSpec(
         name,
         (
@@ -89,17 +81,18 @@ def uvicorn_spec(name: str, factory: str, env: dict[str, str] | None = None) -> 
         ),
         env=env or {},
         ready_path="/",
-        ready_status=None,  # these apps have no /ok; the first HTTP answer (a 404) means it is up
+        ready_any_status=True,
     )
 
 
 def server_spec(kind: str, runtime: str, floor_frames: Path | None = None) -> ServerSpec:
     """The server behind one benchmark target: ``ours`` (one process serves every runtime),
-    ``bare`` (that runtime's bridge alone) or ``floor`` (replays ``floor_frames``)."""
+    ``bare`` (that runtime's bridge alone, the app its package declares) or ``floor`` (replays
+    ``floor_frames``)."""
     if kind == "ours":
         return ours_spec()
     if kind == "bare":
-        return uvicorn_spec(f"bare-{runtime}", f"benchmarks.targets:bare_{runtime}_app")
+        return uvicorn_spec(f"bare-{runtime}", BARE_APPS[runtime], OFFLINE_UNPACED)
     if kind == "floor":
         assert floor_frames is not None, "the floor replays captured frames"
         return uvicorn_spec("floor", "benchmarks.targets:floor_app", {FLOOR_FRAMES_ENV: str(floor_frames)})
@@ -137,20 +130,18 @@ class ServerProcess:
 
     def wait_ready(self, timeout_s: float = 60.0) -> float:
         """Poll until the server answers; returns seconds since the process was started."""
-        deadline = self.started_at + timeout_s
-        with httpx.Client(timeout=1.0) as client:
-            while time.perf_counter() < deadline:
-                if self._proc is not None and self._proc.poll() is not None:
-                    raise RuntimeError(f"{self.spec.name} exited with {self._proc.returncode}; see {self.log_path}")
-                try:
-                    status = client.get(self.base + self.spec.ready_path).status_code
-                except httpx.TransportError:
-                    time.sleep(0.01)
-                    continue
-                if self.spec.ready_status is None or status == self.spec.ready_status:
-                    return time.perf_counter() - self.started_at
-                time.sleep(0.01)
-        raise TimeoutError(f"{self.spec.name} did not answer {self.spec.ready_path} within {timeout_s} s")
+        assert self._proc is not None, "not started"
+        try:
+            wait_until_ok(
+                self.base,
+                timeout_s=timeout_s,
+                alive=lambda: self._proc.poll() is None,
+                path=self.spec.ready_path,
+                any_status=self.spec.ready_any_status,
+            )
+        except RuntimeError:
+            raise RuntimeError(f"{self.spec.name} exited with {self._proc.returncode}; see {self.log_path}") from None
+        return time.perf_counter() - self.started_at
 
     def memory_kib(self) -> dict[str, int]:
         """``VmRSS`` (now) and ``VmHWM`` (peak since start or the last :meth:`reset_peak`), in KiB."""

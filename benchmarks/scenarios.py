@@ -9,7 +9,9 @@ request setup alone. It avoids every trigger word of ``runtimes.script``.
 from __future__ import annotations
 
 import json
-import uuid
+
+from app.registry import RUNTIMES as REGISTERED
+from verifier.client import run_input
 
 PLAIN_PROMPT = " ".join(
     [
@@ -22,23 +24,16 @@ DELEGATION_PROMPT = "Research the history of Lisbon"
 SCENARIOS: dict[str, str] = {"plain": PLAIN_PROMPT, "delegation": DELEGATION_PROMPT}
 """Scenario name -> the user message that triggers it on the offline model."""
 
-RUNTIMES: tuple[str, ...] = ("strands", "msaf")
+RUNTIMES: dict[str, str] = {runtime.name: runtime.route for runtime in REGISTERED}
+"""Runtime name -> the path its route (ours and its bare bridge's) is mounted on."""
+BARE_APPS: dict[str, str] = {runtime.name: runtime.bare_app for runtime in REGISTERED}
+"""Runtime name -> the ``module:factory`` of its bare bridge app."""
 
 
 def route_of(runtime: str) -> str:
-    """The path every runtime route (ours and the bare bridges') is mounted on."""
-    return f"/{runtime}/agent"
+    return RUNTIMES[runtime]
 
 
-def run_body(prompt: str, *, thread_id: str | None = None) -> bytes:
+def run_body(prompt: str) -> bytes:
     """A fresh ``RunAgentInput`` (new thread and run ids), encoded once, ready to POST."""
-    body = {
-        "threadId": thread_id or f"bench-{uuid.uuid4().hex[:12]}",
-        "runId": f"run-{uuid.uuid4().hex[:12]}",
-        "messages": [{"id": f"msg-{uuid.uuid4().hex[:12]}", "role": "user", "content": prompt}],
-        "state": {},
-        "tools": [],
-        "context": [],
-        "forwardedProps": {},
-    }
-    return json.dumps(body).encode()
+    return json.dumps(run_input(prompt)).encode()

@@ -38,11 +38,13 @@ from datetime import UTC, datetime
 
 import uvicorn
 
+from app.registry import RUNTIMES
+
 APP_FACTORY = "app.factory:create_app"
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 LOG_FORMATS = ("plain", "json")
 PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-BRIDGE_LOGGERS = ("agent_framework", "agent_framework_ag_ui", "ag_ui_strands", "strands")
+BRIDGE_LOGGERS = tuple(name for runtime in RUNTIMES for name in runtime.loggers)
 """The runtimes and bridges log every event (and at debug, content) at INFO; below debug, the one
 summary line per run from ``app.runlog`` speaks for them and they log warnings only."""
 

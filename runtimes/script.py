@@ -10,11 +10,15 @@ The triggers below are also what ``GET /`` lists as sample prompts: one source o
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
+
+T = TypeVar("T")
 
 # --- the contract a client developer sees -----------------------------------------------
 
@@ -163,6 +167,23 @@ def chunk_text(text: str, size: int = 12) -> tuple[str, ...]:
     if current:
         chunks.append(current)
     return tuple(chunks) or (text,)
+
+
+async def paced(
+    items: Iterable[T], delay_s: float, *, is_chunk: Callable[[T], bool] = lambda item: True
+) -> AsyncIterator[T]:
+    """Stream a scripted model turn: ``items`` in order, with a pause of ``delay_s`` before every
+    chunk but the first, so streaming is visible on the wire (``AGUI_SCRIPT_DELAY_MS``).
+
+    Every runtime's scripted model streams through this one function (tests observe it to see
+    which runs are still producing model output)."""
+    first = True
+    for item in items:
+        if is_chunk(item):
+            if not first and delay_s:
+                await asyncio.sleep(delay_s)
+            first = False
+        yield item
 
 
 def chunk_json(arguments: dict, size: int = 16) -> Iterator[str]:

@@ -2,7 +2,7 @@
 
     python -m tests.capture        (or ``make captures``, which also regenerates docs/matrix.md)
 
-Runs every scenario of ``tests/scenarios.py`` on every route of ``app.factory.RUNTIMES``, on the
+Runs every scenario of ``tests/scenarios.py`` on every route of ``app.registry.RUNTIMES``, on the
 offline model, and writes each response's raw SSE bytes untouched to
 ``tests/captures/<runtime>/<surface>[.<turn>].sse`` (a turn number when the scenario has a second
 turn). Beside each one, ``<same name>.json`` records the request that produced it, when, and the
@@ -25,13 +25,17 @@ from importlib import metadata
 from pathlib import Path
 
 from app.config import Settings
-from app.factory import RUNTIMES
+from app.registry import RUNTIMES
 from tests.scenarios import SCENARIOS, Scenario, play
 from tests.wire import live_server
 from verifier import parse_sse
 
 CAPTURES = Path(__file__).parent / "captures"
-VERSIONED = ("ag-ui-protocol", "ag-ui-strands", "agent-framework-ag-ui", "agent-framework-core", "strands-agents")
+VERSIONED = (
+    "ag-ui-protocol",
+    *sorted({name for runtime in RUNTIMES for name in (runtime.bridge_package, *runtime.packages)}),
+)
+"""The distributions whose versions every capture records: the protocol, each bridge, each runtime's core."""
 
 
 def capture_settings() -> Settings:

@@ -26,6 +26,7 @@ import asyncio
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 
@@ -39,6 +40,8 @@ from app.config import Settings
 from tests.wire import free_port
 
 API_KEY = "test-key"
+received: Counter[str] = Counter()
+"""Requests received so far, by model name (a test can wait for a call to be in flight)."""
 
 
 def _chunk(delta: dict, finish: str | None = None) -> bytes:
@@ -122,6 +125,7 @@ async def completions(request: Request) -> Response:
         return JSONResponse({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}, 401)
     body = await request.json()
     model = body.get("model", "")
+    received[model] += 1
     if model == "fake-500":
         return JSONResponse({"error": {"message": "upstream exploded", "type": "server_error"}}, 500)
     if model == "fake-hang" or (model == "fake-specialist-hang" and _is_specialist(body)):
@@ -152,7 +156,7 @@ def fake_openai_server() -> Iterator[str]:
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
+        time.sleep(0.02)  # a poll for the condition (no /ok here), not a wait for time to pass
     try:
         yield f"http://127.0.0.1:{port}/v1"
     finally:

@@ -4,8 +4,8 @@
 
 Every cell is the verdict of small predicates over what a runtime actually put on the wire
 (``tests/captures``), never typed by hand. A cell that is not "yes" names its cause from
-``CAUSES``, an explicit table keyed by (runtime, surface); a gap nobody explained is blamed on
-this project, so it shows. ``tests/test_captures.py`` regenerates the page from the captures and
+the gaps each runtime declares (``CAUSES``); a gap nobody explained is blamed on this project,
+so it shows. ``tests/test_captures.py`` regenerates the page from the captures and
 fails when the committed one differs.
 """
 
@@ -20,7 +20,7 @@ from typing import Literal
 
 import jsonpatch
 
-from app.factory import RUNTIMES
+from app.registry import RUNTIMES
 from runtimes import script
 from tests.capture import CAPTURES, VERSIONED, CapturedThread, load_captures
 from verifier import ThreadVerifier
@@ -325,57 +325,10 @@ class Cause:
 
 
 CAUSES: dict[tuple[str, str], Cause] = {
-    ("msaf", "approval (interrupt + resume)"): Cause(
-        "upstream",
-        "agent-framework-ag-ui 1.7.0: approving one and rejecting the other of two parallel approvals "
-        "re-raises the rejected one as a new interrupt, never runs the approved one, and closes a tool "
-        "call it never opened on the resume (TOOL_CALL_END without TOOL_CALL_START). Single approvals "
-        "(approve, reject, cancel) and same-answer pairs work. Strict xfail in tests/test_msaf_approvals.py.",
-    ),
-    ("msaf", "subagent suspended"): Cause(
-        "upstream",
-        "agent-framework-core 1.23: an agent used as a tool (`as_tool`) raises ToolExecutionException when "
-        "the specialist asks for approval instead of carrying the request to the parent run, so there is "
-        "nothing to suspend. The server ends the subagent with SUBAGENT_ERROR code "
-        "SUBAGENT_APPROVAL_UNSUPPORTED and the parent tells the user; nothing hangs and nothing runs.",
-    ),
+    (runtime.name, gap.surface): Cause(gap.cause, gap.reason) for runtime in RUNTIMES for gap in runtime.known.gaps
 }
-"""Why a cell is not yes. Used only when the predicates say so; an entry for a cell that is yes is
-stale (a test says so)."""
-
-NOTES: dict[str, tuple[str, ...]] = {
-    "strands": (
-        "ag-ui-strands 0.4.1 emits a tool's state hook result as a STATE_SNAPSHOT of only the keys the "
-        "hook returned, which would erase sibling keys on the client; `runtimes/strands/state.py` "
-        "merges every snapshot into the run's state, so each snapshot on the wire is complete.",
-        "Predictive state is a PredictState CUSTOM event before the tool call (the client fills "
-        "`document` from the streamed argument); the bridge sends no STATE_DELTA, and the final "
-        "STATE_SNAPSHOT carries the document.",
-        "MESSAGES_SNAPSHOT excludes the specialist's messages: a client that replaces its history with "
-        "the snapshot keeps the specialist's work only as the attributed events it rendered live.",
-        "The bridge emits no SUBAGENT_* events; `emitters/strands.py` translates the specialist's "
-        "forwarded stream into them, live.",
-        "A rejected approval's result is a TOOL_CALL_RESULT; the bridge also forwards the runtime's "
-        "`tool_cancel_event` as a RAW event.",
-    ),
-    "msaf": (
-        "Specialist approvals are not propagated by `as_tool` (agent_framework core raises "
-        "ToolExecutionException): the subagent ends with SUBAGENT_ERROR SUBAGENT_APPROVAL_UNSUPPORTED.",
-        "Mixed decisions on two parallel approvals are broken upstream (see the gaps); the Python "
-        "verifier and the published client both reject that resume stream, and "
-        "`tests/test_captures.py` expects them to until the bridge is fixed.",
-        "A rejected approval's result reaches the client only in MESSAGES_SNAPSHOT (no TOOL_CALL_RESULT "
-        "event). A cancelled one gets a TOOL_CALL_RESULT and a reply from `runtimes/msaf/cancel.py`: "
-        "the bridge alone answers an all-cancelled resume with RUN_STARTED, RUN_FINISHED and nothing else.",
-        "Every run opens with a PredictState CUSTOM event and a STATE_SNAPSHOT of the state schema's "
-        "defaults (`document`, `recipe`); the bridge omits `outcome` on a successful RUN_FINISHED "
-        "(legacy success), so the route adds `{type: \"success\"}` as Strands sends it.",
-        "The bridge emits no SUBAGENT_* events and holds the delegating call's TOOL_CALL_END back until "
-        "its result; `emitters/msaf.py` merges the specialist's in-process updates into the stream, "
-        "live, and the emitter core closes the call before SUBAGENT_STARTED and drops the late duplicate.",
-    ),
-}
-"""Known bridge behaviours worth knowing before building on a runtime (prose, not verdicts)."""
+"""Why a cell is not yes, as each runtime declares it (``runtimes.base.Known.gaps``). Used only when
+the predicates say so; a gap declared for a cell that is yes is stale (a test says so)."""
 
 
 @dataclass(frozen=True)
@@ -497,7 +450,7 @@ def render(threads: list[CapturedThread]) -> str:
     lines += ["", "## Notes per runtime"]
     for runtime in RUNTIMES:
         lines += ["", f"### {runtime.name}: {runtime.title}, `{runtime.bridge_package}`", ""]
-        lines += [f"- {note}" for note in NOTES.get(runtime.name, ())]
+        lines += [f"- {note}" for note in runtime.known.notes]
     return "\n".join(lines) + "\n"
 
 

@@ -4,11 +4,11 @@ Two kinds of rows:
 
 * **Refused before any runtime runs** (``GUARD_ROWS``): the request guard answers a 4xx JSON
   error ``{"detail", "code", "field"?}`` naming the field. Same answer on every route.
-* **Refused by the runtime** (``RUN_ROWS``): the request is well-formed but wrong for the thread's
+* **Refused by the runtime** (``SCENARIOS``): the request is well-formed but wrong for the thread's
   state (a resume that does not fit, new input while an approval waits, a second run at once).
   The answer is a complete SSE stream, ``RUN_STARTED`` then ``RUN_ERROR`` with a stable code (the
-  bridge's own), or a documented success. Each route's bridge has its own codes; the table says
-  which.
+  bridge's own), or a documented success. Each runtime declares its answers
+  (``runtimes.base.Known.answers``), and docs/errors.md lists them.
 
 Every stream must pass the protocol verifier; nothing may answer 5xx, hang (every call has a
 hard deadline) or end without a terminal event. After a refused resume or refused new input the
@@ -27,8 +27,9 @@ import httpx
 import pytest
 
 from app.config import Settings
-from tests.hardening_support import MSAF, ROUTES, STRANDS, arun, open_stream
-from tests.wire import Run, live_server, run_input
+from app.registry import RUNTIMES
+from runtimes.base import FINISHED
+from tests.wire import ROUTES, RUNTIME_BY_ROUTE, Run, arun, live_server, open_stream, run_input
 from verifier import verify_events, verify_thread
 
 MAX_BODY = 20_000
@@ -120,12 +121,13 @@ def test_refused_before_any_runtime_runs(
         assert error["field"].startswith(field), error
 
 
-def test_declared_oversized_body_is_refused_before_it_is_read(base: str) -> None:
+@pytest.mark.parametrize("route", ROUTES)
+def test_declared_oversized_body_is_refused_before_it_is_read(base: str, route: str) -> None:
     """A Content-Length over the limit is answered 413 at once, without waiting for the body."""
     host, port = base.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         sock.sendall(
-            f"POST {STRANDS} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"POST {route} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {MAX_BODY * 10}\r\n\r\n{{".encode()
         )
         answer = sock.recv(65536).decode()
@@ -144,13 +146,13 @@ class Answer:
     terminal: str  # RUN_ERROR or RUN_FINISHED
     code: str | None = None
 
+    @classmethod
+    def declared(cls, answer: str) -> Answer:
+        """A runtime's declared answer: ``FINISHED``, or the code of a RUN_ERROR."""
+        return cls(FINISHED) if answer == FINISHED else cls(ERROR, answer)
+
 
 ERROR = "RUN_ERROR"
-OK = Answer("RUN_FINISHED")
-
-
-def refused(code: str) -> Answer:
-    return Answer(ERROR, code)
 
 
 @dataclass
@@ -337,7 +339,7 @@ async def _concurrent(base: str, route: str) -> Run:
     assert second.status == 200 and verify_events(second.events) == []
     first_text = json.dumps(first)
     assert "Lisbon" in first_text and "Porto" not in first_text, "the first run saw the second's content"
-    if second.terminal["type"] == "RUN_FINISHED":  # allowed on MAF: then it is isolated too
+    if second.terminal["type"] == "RUN_FINISHED":  # where a runtime runs both: isolated too
         assert "Porto" in second.text() and "Lisbon" not in second.raw.decode()
     return second
 
@@ -366,62 +368,17 @@ IN_FLIGHT_ROWS = frozenset(
 )
 
 
-RUN_ROWS: dict[str, dict[str, Answer | tuple[Answer, ...]]] = {
-    "resume with an unknown interrupt id": {
-        STRANDS: refused("INTERRUPT_RESUME_ERROR"),
-        MSAF: refused("APPROVAL_RESUME_NOT_FOUND"),
-    },
-    "partial resume (one of two pending approvals answered)": {
-        STRANDS: refused("PARTIAL_RESUME"),
-        MSAF: refused("APPROVAL_RESUME_MISSING_INTERRUPT"),
-    },
-    "resume on a thread that never had an interrupt": {
-        STRANDS: refused("UNKNOWN_INTERRUPT_ID"),
-        MSAF: refused("APPROVAL_RESUME_NOT_FOUND"),
-    },
-    "resume of an approval already answered, with a different answer": {
-        STRANDS: refused("UNKNOWN_INTERRUPT_ID"),
-        MSAF: refused("APPROVAL_RESUME_INVALID"),
-    },
-    "the same resume sent again after it was answered (replay)": {STRANDS: OK, MSAF: OK},
-    "resume payload without the approved boolean": {
-        STRANDS: refused("INVALID_PAYLOAD"),
-        MSAF: refused("APPROVAL_RESUME_INVALID"),
-    },
-    "resume payload missing": {STRANDS: refused("INVALID_PAYLOAD"), MSAF: refused("APPROVAL_RESUME_INVALID")},
-    "resume payload not an object": {STRANDS: refused("INVALID_PAYLOAD"), MSAF: refused("APPROVAL_RESUME_INVALID")},
-    "resume with an empty list while an approval is pending": {
-        STRANDS: refused("INTERRUPT_RESUME_ERROR"),
-        MSAF: refused("APPROVAL_RESUME_INVALID"),
-    },
-    "resume naming the same interrupt twice": {
-        STRANDS: refused("INTERRUPT_RESUME_ERROR"),
-        MSAF: refused("APPROVAL_RESUME_INVALID"),
-    },
-    "new user input while an approval is pending": {
-        STRANDS: refused("PENDING_INTERRUPTS"),
-        MSAF: refused("APPROVAL_RESUME_REQUIRED"),
-    },
-    "a second run on a thread while its first run is in flight": {
-        STRANDS: refused("THREAD_BUSY"),
-        MSAF: OK,  # stateless per request: both runs complete, each with only its own content
-    },
-    "the same resume sent twice at once": {
-        # THREAD_BUSY while the first runs; should the first already have finished (a very slow
-        # client), the idempotent replay
-        STRANDS: (refused("THREAD_BUSY"), OK),
-        # the bridge settles each approval once: a replay of the stored result once the tool has
-        # run, APPROVAL_RESUME_INVALID while it is still running; never a second execution
-        MSAF: (OK, refused("APPROVAL_RESUME_INVALID")),
-    },
-}
-assert set(RUN_ROWS) == set(SCENARIOS)
+
+
+def test_every_runtime_answers_every_row() -> None:
+    for runtime in RUNTIMES:
+        assert set(runtime.known.answers) == set(SCENARIOS), runtime.name
 
 
 @pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("row", list(RUN_ROWS))
+@pytest.mark.parametrize("row", list(SCENARIOS))
 async def test_refused_by_the_runtime_with_a_stable_code(request: pytest.FixtureRequest, route: str, row: str) -> None:
-    allowed = _alternatives(RUN_ROWS[row][route])
+    allowed = [Answer.declared(answer) for answer in RUNTIME_BY_ROUTE[route].known.answers[row]]
     server = request.getfixturevalue("slow_base" if row in IN_FLIGHT_ROWS else "base")
     run = await asyncio.wait_for(SCENARIOS[row](server, route), timeout=120)  # each scenario verifies its streams
     assert run.status == 200
@@ -433,10 +390,6 @@ async def test_refused_by_the_runtime_with_a_stable_code(request: pytest.Fixture
         assert run.terminal["message"]
 
 
-def _alternatives(expected: Answer | tuple[Answer, ...]) -> tuple[Answer, ...]:
-    return expected if isinstance(expected, tuple) else (expected,)
-
-
 def test_every_row_is_in_the_docs() -> None:
     """docs/errors.md lists every row tested here, with the same codes."""
     from pathlib import Path
@@ -444,9 +397,9 @@ def test_every_row_is_in_the_docs() -> None:
     doc = (Path(__file__).parents[1] / "docs" / "errors.md").read_text()
     for row, *_rest in GUARD_ROWS:
         assert f"| {row} |" in doc, row
-    for row, answers in RUN_ROWS.items():
+    for row in SCENARIOS:
         assert f"| {row} |" in doc, row
         line = next(line for line in doc.splitlines() if line.startswith(f"| {row} |"))
-        for expected in answers.values():
-            for answer in _alternatives(expected):
-                assert (answer.code or "RUN_FINISHED") in line, (row, answer)
+        for runtime in RUNTIMES:
+            for answer in runtime.known.answers[row]:
+                assert answer in line, (row, runtime.name, answer)

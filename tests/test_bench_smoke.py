@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 
 from app.config import Settings
+from app.registry import RUNTIMES
 from benchmarks.bench import BenchConfig, run_bench
 from benchmarks.load import KINDS, drive, loopback_only
 from benchmarks.report import BEGIN, END, render, update_docs
 from tests.wire import live_server
 
 TINY = BenchConfig(
-    runtimes=("strands",),
+    runtimes=(RUNTIMES[0].name,),
     scenarios=("plain",),
     rounds=1,
     batch=1,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from app.factory import RUNTIMES
+from app.registry import RUNTIMES
 from tests.capture import CAPTURES, VERSIONED, CapturedThread, capture_name, capture_settings, load_captures
 from tests.npm_client import harness_missing, rejections, run_harness
 from tests.scenarios import SCENARIO_BY_SURFACE, SCENARIOS, play
@@ -25,11 +25,10 @@ from verifier import ThreadVerifier
 
 THREADS = load_captures()
 KNOWN_INVALID = {
-    "msaf/approval_mixed": "agent-framework-ag-ui 1.7.0 answers mixed decisions on two approvals with a "
-    "TOOL_CALL_END for a call it never opened on the resume (docs/matrix.md, gaps; strict xfail in "
-    "tests/test_msaf_approvals.py)",
+    f"{runtime.name}/{surface}": why for runtime in RUNTIMES for surface, why in runtime.known.invalid_captures.items()
 }
-"""Captures the upstream bridge got wrong: both verifiers must reject them, until it is fixed."""
+"""Captures an upstream bridge got wrong (declared by its runtime): both verifiers must reject them,
+until it is fixed."""
 # Chunk counts depend on how a model splits its output; a run of these is one token in a wire shape.
 COLLAPSED = {"TEXT_MESSAGE_CONTENT", "TOOL_CALL_ARGS", "REASONING_MESSAGE_CONTENT"}
 

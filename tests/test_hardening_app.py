@@ -16,8 +16,8 @@ import pytest
 
 import app.security
 from app.config import Settings
-from tests.hardening_support import MSAF, ROUTES, STRANDS, arun, open_stream, run_sync
-from tests.wire import live_server, run_input
+from runtimes.base import FINISHED
+from tests.wire import ROUTES, RUNTIME_BY_ROUTE, arun, live_server, open_stream, run_input, run_sync
 from verifier import verify_events
 
 TOKEN = "s3cret-token-value"
@@ -45,7 +45,7 @@ def gated() -> Iterator[str]:
 @pytest.mark.parametrize(
     ("method", "path"),
     [("GET", "/"), ("GET", "/docs"), ("GET", "/openapi.json"), ("GET", "/no-such-route"),
-     ("POST", STRANDS), ("POST", MSAF), ("OPTIONS", STRANDS), ("GET", STRANDS)],
+     *(("POST", route) for route in ROUTES), ("OPTIONS", ROUTES[0]), ("GET", ROUTES[0])],
 )
 @pytest.mark.parametrize(
     "authorization",
@@ -97,7 +97,7 @@ def test_the_token_is_compared_in_constant_time(gated: str, monkeypatch: pytest.
 def preflight(base: str, origin: str) -> httpx.Response:
     headers = {"origin": origin, "access-control-request-method": "POST",
                "access-control-request-headers": "authorization,content-type"}
-    return httpx.options(f"{base}{STRANDS}", headers=headers, timeout=10)
+    return httpx.options(f"{base}{ROUTES[0]}", headers=headers, timeout=10)
 
 
 def test_cors_allows_the_configured_origin_with_credentials_and_nothing_else(gated: str) -> None:
@@ -110,7 +110,7 @@ def test_cors_allows_the_configured_origin_with_credentials_and_nothing_else(gat
     assert other.status_code == 400 and "access-control-allow-origin" not in other.headers
     # The real responses carry the header too, so a browser may read the stream and a 401.
     for headers in (AUTH, {}):
-        response = httpx.post(f"{gated}{MSAF}", json=run_input("hi"), headers={**headers, "origin": ORIGIN},
+        response = httpx.post(f"{gated}{ROUTES[-1]}", json=run_input("hi"), headers={**headers, "origin": ORIGIN},
                               timeout=30)
         assert response.headers["access-control-allow-origin"] == ORIGIN, response.status_code
 
@@ -186,13 +186,14 @@ async def _log_scenarios(base: str, route: str) -> dict[str, str]:
     body = run_input(messages=[], resume=[{"interruptId": "nope", "status": "resolved", "payload": {"approved": True}}])
     code = (await arun(base, route, body)).terminal["code"]
     expected[body["runId"]] = f"error:{code}"
-    if route == STRANDS:  # a second run on a busy thread
+    [busy_code] = RUNTIME_BY_ROUTE[route].known.answers["a second run on a thread while its first run is in flight"]
+    if busy_code != FINISHED:  # a runtime that refuses a second run on a busy thread
         busy = run_input("Research the history of Lisbon")
         async with open_stream(base, route, busy) as events:
             await anext(events)
             second = run_input("Hello", thread_id=busy["threadId"])
-            assert (await arun(base, route, second)).terminal["code"] == "THREAD_BUSY"
-            expected[second["runId"]] = "error:THREAD_BUSY"
+            assert (await arun(base, route, second)).terminal["code"] == busy_code
+            expected[second["runId"]] = f"error:{busy_code}"
             _ = [event async for event in events]
         expected[busy["runId"]] = "success"
     return expected

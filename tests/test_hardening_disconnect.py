@@ -4,10 +4,10 @@ Over real HTTP on a slow scripted model (200 ms between chunks, so a delegation 
 open the stream, read until the specialist is talking, close the connection. Then, on each route:
 
 * no model chunk is produced for that thread afterwards (the parent's model call and the
-  specialist are cancelled): every chunk the scripted models produce is recorded with the thread
-  of the run it belongs to (the emitter core's run context; a test-only wrapper, no product hook);
+  specialist are cancelled): every chunk the scripted models produce passes ``runtimes.script.paced``,
+  which the test wraps to record the thread of the run it belongs to (the emitter core's run context);
 * every task of the run has ended: the server loop is back to its idle task count;
-* the run log line says ``disconnected``; on Strands the thread's busy slot is free;
+* the run log line says ``disconnected``; the bridge holds no run in flight for the thread;
 * the next run on the thread works at once.
 
 The same holds for a run waiting on a real model endpoint that never answers: the HTTP call to
@@ -25,13 +25,12 @@ from dataclasses import dataclass, field
 
 import pytest
 
-import runtimes.msaf.model as msaf_model
-import runtimes.strands.model as strands_model
 from app.config import Settings
 from emitters.core import current_run
+from runtimes import script
+from tests import fake_openai
 from tests.fake_openai import fake_openai_server, real_model_settings
-from tests.hardening_support import ROUTES, STRANDS, Server, arun, inspectable_server, open_stream, settle
-from tests.wire import run_input
+from tests.wire import ROUTES, Server, arun, open_stream, run_input, serve
 from verifier import verify_events
 
 DELAY_MS = 200
@@ -55,30 +54,28 @@ class Chunks:
 
 @pytest.fixture
 def chunks(monkeypatch: pytest.MonkeyPatch) -> Chunks:
-    """Record every chunk both scripted models stream (wrapping their streaming methods)."""
+    """Record every chunk every scripted model streams (they all stream through ``script.paced``)."""
     record = Chunks()
-    strands_paced = strands_model.ScriptedModel._paced
-    msaf_stream = msaf_model.ScriptedChatClient._stream
+    real_paced = script.paced
 
-    async def paced(self: object, events: object) -> AsyncIterator:
-        async for event in strands_paced(self, events):
+    async def paced(*args: object, **kwargs: object) -> AsyncIterator:
+        async for item in real_paced(*args, **kwargs):
             record.record()
-            yield event
+            yield item
 
-    async def stream(self: object, step: object) -> AsyncIterator:
-        async for update in msaf_stream(self, step):
-            record.record()
-            yield update
-
-    monkeypatch.setattr(strands_model.ScriptedModel, "_paced", paced)
-    monkeypatch.setattr(msaf_model.ScriptedChatClient, "_stream", stream)
+    monkeypatch.setattr(script, "paced", paced)
     return record
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
-    with inspectable_server(Settings(agui_script_delay_ms=DELAY_MS, agui_keepalive_s=0.3)) as running:
+    with serve(Settings(agui_script_delay_ms=DELAY_MS, agui_keepalive_s=0.3)) as running:
         yield running
+
+
+def not_running(server: Server, route: str, thread_id: str) -> bool:
+    """The route's bridge holds no run in flight for the thread (asked on the server's loop)."""
+    return thread_id not in server.on_loop(lambda: server.pipeline(route).bridge.held_threads().running)
 
 
 def run_log(caplog: pytest.LogCaptureFixture, run_id: str) -> list[dict]:
@@ -131,17 +128,16 @@ async def test_disconnect_mid_delegation_stops_the_run_and_frees_the_thread(
     assert any(e["type"] == "SUBAGENT_STARTED" for e in seen)
     assert chunks.of(thread_id, after=0), "the recorder saw the run's model chunks"
 
-    waited, left = settle(server, idle, within_s=STOP_WITHIN_S)
+    waited, left = server.settle(idle, within_s=STOP_WITHIN_S)
     assert len(left) <= idle, f"{len(left) - idle} task(s) of the run still running after {waited:.1f} s: {left}"
-
-    time.sleep(2 * DELAY_MS / 1000)  # a model still running would have produced a chunk by now
+    # Every task of the run has ended, so nothing can stream for it any more: a chunk recorded
+    # after the close can only be one already in flight (within a model delay of the close).
     late = chunks.of(thread_id, after=closed)
     assert not late or max(late) < 0.5, f"model chunks after the client left: {late}"
 
     [line] = run_log(caplog, body["runId"])
     assert line["outcome"] == "disconnected" and line["threadId"] == thread_id
-    if route == STRANDS:
-        assert thread_id not in server.runner(route)._active_runs_by_thread, "the busy slot is still held"
+    assert not_running(server, route, thread_id), "the bridge still holds the thread's run"
 
     follow_up = await arun(server.base, route, run_input("Hello there!", thread_id=thread_id), deadline_s=60)
     assert verify_events(follow_up.events) == []
@@ -155,9 +151,8 @@ async def test_disconnect_right_after_the_run_starts(server: Server, chunks: Chu
     idle = len(server.tasks())
     body = run_input("Write a story about lighthouses")
     _, closed = await read_then_leave(server, route, body, lambda event: event["type"] == "RUN_STARTED")
-    waited, left = settle(server, idle, within_s=STOP_WITHIN_S)
+    waited, left = server.settle(idle, within_s=STOP_WITHIN_S)
     assert len(left) <= idle, f"{len(left) - idle} task(s) still running after {waited:.1f} s"
-    time.sleep(2 * DELAY_MS / 1000)
     late = chunks.of(body["threadId"], after=closed)
     assert not late or max(late) < 0.5, late
     follow_up = await arun(server.base, route, run_input("Hello", thread_id=body["threadId"]), deadline_s=60)
@@ -168,22 +163,23 @@ def test_disconnect_while_the_model_endpoint_hangs_cancels_the_model_call() -> N
     """The model endpoint never answers and its timeout is long (30 s): leaving must not wait for it."""
     with fake_openai_server() as endpoint:
         settings = real_model_settings(endpoint, "fake-hang", agui_model_timeout_s=30, agui_keepalive_s=0.2)
-        with inspectable_server(settings) as hung:
+        with serve(settings) as hung:
             idle = len(hung.tasks())
             for route in ROUTES:
                 body = run_input("Hello there!")
 
                 async def leave_during_silence(route: str = route, body: dict = body) -> float:
+                    asked = fake_openai.received["fake-hang"]
                     async with open_stream(hung.base, route, body) as events:
                         async for event in events:
                             if event["type"] == "RUN_STARTED":
                                 break
-                        await asyncio.sleep(0.5)  # the model call is in flight; keepalives flow
+                        while fake_openai.received["fake-hang"] == asked:  # until the model call is in flight
+                            await asyncio.sleep(0.01)
                     return time.monotonic()
 
                 asyncio.run(asyncio.wait_for(leave_during_silence(), timeout=20))
-                waited, left = settle(hung, idle, within_s=STOP_WITHIN_S)
+                waited, left = hung.settle(idle, within_s=STOP_WITHIN_S)
                 assert len(left) <= idle, f"{route}: {len(left) - idle} task(s) still waiting on the model: {left}"
-                if route == STRANDS:
-                    assert body["threadId"] not in hung.runner(route)._active_runs_by_thread
+                assert not_running(hung, route, body["threadId"])
                 print(f"{route} hung model: tasks back to idle {waited:.2f} s after close")

@@ -19,8 +19,7 @@ import pytest
 
 from app.config import Settings
 from tests.fake_openai import API_KEY, real_model_settings
-from tests.hardening_support import ROUTES, inspectable_server, run_sync, settle
-from tests.wire import free_port, run_input
+from tests.wire import ROUTES, free_port, run_input, run_sync, serve
 from verifier import verify_events
 
 TIMEOUT_S = 1.0
@@ -70,7 +69,7 @@ def test_a_failing_model_ends_the_run_with_a_model_code(
     endpoint: str, case: Case, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="agui.run")
-    with inspectable_server(settings_for(endpoint, case)) as server:
+    with serve(settings_for(endpoint, case)) as server:
         idle = len(server.tasks())
         for route in ROUTES:
             body = run_input(case.message)
@@ -97,14 +96,14 @@ def test_a_failing_model_ends_the_run_with_a_model_code(
             [line] = run_log(caplog, body["runId"])
             assert line["outcome"] == f"error:{case.code}" and line["runtime"] == route.split("/")[1]
             # Nothing of the failed run is left running on the server (the model call included).
-            waited, left = settle(server, idle, within_s=3)
+            waited, left = server.settle(idle, within_s=3)
             assert len(left) <= idle, f"{route}: {len(left) - idle} task(s) still running {waited:.1f} s later"
 
 
 def test_a_delegation_on_a_real_model_succeeds(endpoint: str) -> None:
     """The control for the specialist rows: the same delegation, nothing failing."""
     case = Case("delegates", "fake-delegate", "", "Research Lisbon")
-    with inspectable_server(settings_for(endpoint, case)) as server:
+    with serve(settings_for(endpoint, case)) as server:
         for route in ROUTES:
             run = run_sync(server.base, route, run_input(case.message), deadline_s=30)
             assert verify_events(run.events) == [] and run.terminal["type"] == "RUN_FINISHED", (route, run.types())

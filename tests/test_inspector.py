@@ -2,7 +2,7 @@
 
 Debian's Chromium (``/usr/bin/chromium``, installed by ``make browser``) driven by Playwright with
 ``executable_path``: Playwright never downloads a browser here. Every test runs against every
-mounted runtime (``app.factory.RUNTIMES``), so a route added later is covered with no change.
+mounted runtime (``app.registry.RUNTIMES``), so a route added later is covered with no change.
 What a test asserts comes from the protocol and from the stream the page received (its sessions
 record every event the published client accepted), never from which runtime it is: where runtimes
 legitimately differ, the compare view shows it and its test checks that it does.
@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from app.config import Settings
-from app.factory import RUNTIMES
+from app.registry import RUNTIMES
 from runtimes.script import FEATURES
 from tests.wire import live_server
 from verifier import ThreadVerifier, parse_sse, verify_events

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
+from app.registry import RUNTIMES
 from tests.capture import Capture, CapturedThread, load_captures
 from tests.matrix import (
     CAUSES,
@@ -31,6 +32,14 @@ from tests.matrix import (
 )
 
 THREADS = {thread.key: thread for thread in load_captures()}
+NAMES = [runtime.name for runtime in RUNTIMES]
+
+
+def a_yes(surface: str, predicate: Callable[[CapturedThread], object]) -> CapturedThread:
+    """A committed capture of ``surface`` that ``predicate`` judges yes, from whichever runtime has one."""
+    return next(
+        thread for thread in THREADS.values() if thread.surface == surface and predicate(thread).status == "yes"
+    )
 
 
 def test_committed_matrix_is_current() -> None:
@@ -73,7 +82,7 @@ def without(*kinds: str) -> Callable[[int, list[dict]], list[dict]]:
     return lambda _, events: [event for event in events if event["type"] not in kinds]
 
 
-@pytest.mark.parametrize("runtime", ["strands", "msaf"])
+@pytest.mark.parametrize("runtime", NAMES)
 def test_unattributed_or_missing_subagent_events_are_not_live(runtime: str) -> None:
     thread = THREADS[f"{runtime}/subagent"]
     assert subagents_live(thread).status == "yes"
@@ -88,7 +97,7 @@ def test_unattributed_or_missing_subagent_events_are_not_live(runtime: str) -> N
     assert subagents_live(rewritten(thread, without(*subagent_kinds))).status == "no"
 
 
-@pytest.mark.parametrize("runtime", ["strands", "msaf"])
+@pytest.mark.parametrize("runtime", NAMES)
 def test_a_document_that_only_arrives_at_the_end_is_not_predicted(runtime: str) -> None:
     thread = THREADS[f"{runtime}/predictive_state"]
     assert predictive_state(thread).status == "yes"
@@ -99,9 +108,10 @@ def test_a_document_that_only_arrives_at_the_end_is_not_predicted(runtime: str) 
     assert predictive_state(rewritten(thread, unpredicted)).status == "partial"
 
 
-@pytest.mark.parametrize("runtime", ["strands", "msaf"])
+@pytest.mark.parametrize("runtime", NAMES)
 def test_a_snapshot_that_drops_a_sibling_key_is_partial_shared_state(runtime: str) -> None:
-    """What ag-ui-strands 0.4.1 does without runtimes/strands/state.py: a snapshot of the hook's keys only."""
+    """What a bridge that emits only the hook's keys would send (ag-ui-strands 0.4.1 does, without
+    its route's complete_snapshots stage)."""
     thread = THREADS[f"{runtime}/shared_state"]
     assert shared_state(thread).status == "yes"
 
@@ -117,8 +127,7 @@ def test_a_snapshot_that_drops_a_sibling_key_is_partial_shared_state(runtime: st
 
 
 def test_a_resume_that_runs_a_rejected_call_is_not_approval() -> None:
-    thread = THREADS["strands/approval_rejected"]
-    assert approval(thread).status == "yes"
+    thread = a_yes("approval_rejected", approval)
 
     def ran_anyway(turn: int, events: list[dict]) -> list[dict]:
         if turn == 0:
@@ -131,8 +140,7 @@ def test_a_resume_that_runs_a_rejected_call_is_not_approval() -> None:
 
 
 def test_a_server_that_runs_the_clients_tool_is_not_a_frontend_tool() -> None:
-    thread = THREADS["msaf/frontend_tool"]
-    assert frontend_tool(thread).status == "yes"
+    thread = a_yes("frontend_tool", frontend_tool)
     first = thread.runs[0]
     call_id = next(e["toolCallId"] for e in first if e["type"] == "TOOL_CALL_START")
     result = {"type": "TOOL_CALL_RESULT", "messageId": "m", "toolCallId": call_id, "content": "ran on the server"}
@@ -141,8 +149,7 @@ def test_a_server_that_runs_the_clients_tool_is_not_a_frontend_tool() -> None:
 
 
 def test_one_chunk_is_not_streamed_text() -> None:
-    thread = THREADS["strands/text"]
-    assert streamed_text(thread).status == "yes"
+    thread = a_yes("text", streamed_text)
 
     def one_chunk(_: int, events: list[dict]) -> list[dict]:
         contents = [e for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"]
@@ -155,14 +162,13 @@ def test_one_chunk_is_not_streamed_text() -> None:
 
 
 def test_a_suspension_without_continuation_is_partial() -> None:
-    thread = THREADS["strands/subagent_approval"]
-    assert subagent_suspended(thread).status == "yes"
+    thread = a_yes("subagent_approval", subagent_suspended)
     first_turn_only = CapturedThread(thread.runtime, thread.surface, thread.turns[:1])
     assert subagent_suspended(first_turn_only).status == "partial"
 
 
 def test_an_invalid_stream_is_at_most_partial() -> None:
-    thread = THREADS["msaf/backend_tool"]
+    thread = next(thread for thread in THREADS.values() if thread.surface == "backend_tool")
     assert judge(thread, lambda _: YES).status == "yes"
     verdict = judge(rewritten(thread, without("TOOL_CALL_START")), lambda _: YES)
     assert verdict.status == "partial" and "invalid stream" in verdict.observed

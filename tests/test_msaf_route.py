@@ -15,6 +15,7 @@ import pytest
 
 from app.config import Settings
 from runtimes import script
+from runtimes.msaf.cancel import GatedCall, PendingApprovals
 from tests.wire import Run, answered_tool_call, live_server, post_run, run_input
 from verifier import verify_events, verify_thread
 
@@ -256,3 +257,12 @@ def test_keepalive_comments_reach_this_route() -> None:
     with live_server(settings) as url:
         run = run_ok(url, run_input("Hello there!"))
     assert b": keepalive" in run.raw
+
+
+def test_the_pending_approvals_registry_keeps_at_most_its_size_most_recent_first() -> None:
+    pending = PendingApprovals(max_threads=3)
+    for thread in ("t1", "t2", "t3", "t4", "t5"):
+        pending.put(thread, {f"{thread}-interrupt": GatedCall(f"{thread}-call", "delete_file", {})})
+    assert pending.threads() == ["t3", "t4", "t5"]
+    pending.put("t4", {})  # answered: forgotten at once
+    assert pending.threads() == ["t3", "t5"]

@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from app.factory import RUNTIMES
+from app.registry import RUNTIMES
 from tests.wire import live_server, post_run, run_input
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from tests.npm_client import live, rejections, replay_many, requires_harness
 from tests.verifier_corpus import CASES, Case
+from tests.wire import ROUTES, RUNTIME_BY_ROUTE
 from verifier import ThreadVerifier, verify_thread
 
 pytestmark = requires_harness
@@ -80,9 +81,6 @@ def test_client_sends_resume_at_top_level(corpus_reports: dict[str, dict]) -> No
 
 
 # -- live routes ---------------------------------------------------------------------------------
-
-ROUTES = ["/strands/agent", "/msaf/agent"]
-
 
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
@@ -185,21 +183,28 @@ def test_live_parallel_subagents(base_url: str, route: str) -> None:
     assert len({e["subagentRunId"] for e in started}) == 2
 
 
-def test_live_approval_inside_a_subagent_suspends_and_resumes_on_strands(base_url: str) -> None:
+@pytest.mark.parametrize("route", ROUTES)
+def test_live_approval_inside_a_subagent(base_url: str, route: str) -> None:
+    """The specialist asks for approval: its subagent ends suspended and continues on the resume,
+    or, where the runtime cannot carry the approval out of the specialist (a declared gap), it ends
+    with SUBAGENT_ERROR and the run still finishes."""
     ask = {"message": "Research old logs and delete logs.txt"}
     approve = {"resume": "resolved", "payload": {"approved": True}}
-    report = live(base_url + "/strands/agent", [ask, approve])
+    if RUNTIME_BY_ROUTE[route].known.gap("subagent suspended"):
+        report = live(base_url + route, [ask])
+        assert both_verdicts(report) == ([], [])
+        events = report["runs"][0]["events"]
+        assert [e["type"] for e in events if e["type"].startswith("SUBAGENT_")][-1] == "SUBAGENT_ERROR"
+        assert events[-1]["type"] == "RUN_FINISHED"
+        return
+    report = live(base_url + route, [ask, approve])
     assert both_verdicts(report) == ([], [])
     interrupted, resumed = (run["events"] for run in report["runs"])
     (suspended,) = [e for e in interrupted if e["type"] == "SUBAGENT_FINISHED"]
     assert suspended["outcome"]["type"] == "suspended"
+    # The approval names the specialist's tool call by the id the client rendered it under.
+    [interrupt] = interrupted[-1]["outcome"]["interrupts"]
+    rendered = {e["toolCallId"]: e.get("subagentRunId") for e in interrupted if e["type"] == "TOOL_CALL_START"}
+    assert rendered.get(interrupt["toolCallId"]) == interrupt["subagentRunId"] == suspended["subagentRunId"]
     continued = [e["subagentRunId"] for e in resumed if e["type"] == "SUBAGENT_STARTED"]
     assert continued == [suspended["subagentRunId"]]
-
-
-def test_live_approval_inside_a_subagent_is_a_subagent_error_on_msaf(base_url: str) -> None:
-    """agent_framework's as_tool cannot carry a specialist's approval to the parent (it raises)."""
-    report = live(base_url + "/msaf/agent", [{"message": "Research old logs and delete logs.txt"}])
-    assert both_verdicts(report) == ([], [])
-    errors = [e for e in report["runs"][0]["events"] if e["type"] == "SUBAGENT_ERROR"]
-    assert [e["code"] for e in errors] == ["SUBAGENT_APPROVAL_UNSUPPORTED"]

@@ -4,6 +4,7 @@ interrupt owner, the scripted model's reading of a conversation, and a failing s
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -11,14 +12,18 @@ from ag_ui.core import BaseEvent, EventType, Interrupt, RunAgentInput, StateSnap
 
 import runtimes.strands.model as strands_model
 from app.config import Settings
+from app.pipeline import RoutePipeline
 from emitters.strands import interrupt_owner
 from runtimes.script import Reply, Turn
-from runtimes.strands.bridge import EmittingStrandsAgent
+from runtimes.strands import runtime
 from runtimes.strands.cache import ThreadAgentCache
 from runtimes.strands.model import turn_from_messages
 from runtimes.strands.state import complete_snapshots
-from tests.wire import live_server, post_run, run_input
-from verifier import verify_events
+from tests.wire import arun, live_server, post_run, run_input, serve
+from verifier import parse_sse, verify_events, verify_thread
+from verifier.client import history_after, resume
+
+ROUTE = runtime.route
 
 # --- the cache ------------------------------------------------------------------------------
 
@@ -40,37 +45,83 @@ def test_cache_never_drops_a_pinned_thread() -> None:
     assert list(cache) == ["a", "c"]  # over size only by the pinned thread
 
 
-async def _drain(agent: EmittingStrandsAgent, thread_id: str, message: str | None = None, **body: object) -> list:
-    messages = [{"id": f"m-{thread_id}", "role": "user", "content": message}] if message else []
-    data = RunAgentInput(
-        thread_id=thread_id,
-        run_id=f"r-{thread_id}",
-        messages=messages,
-        state={},
-        tools=[],
-        context=[],
-        forwarded_props={},
-        **body,
+def test_the_thread_cache_drops_idle_threads_before_paused_ones_and_stays_bounded() -> None:
+    paused = {"p1", "p2", "p3"}
+    running: set[str] = set()
+    cache = ThreadAgentCache(
+        2, pinned=lambda thread, agent: thread in running, held=lambda thread, agent: thread in paused
     )
-    return [event async for event in agent.run(data)]
+    for thread in ("p1", "idle", "p2"):
+        running.add(thread)
+        cache[thread] = thread.upper()
+        running.discard(thread)
+        cache.trim()
+    assert list(cache) == ["p1", "p2"], "the idle thread goes first, however recent"
+    running.add("p3")
+    cache["p3"] = "P3"
+    assert list(cache) == ["p1", "p2", "p3"], "a paused thread is not dropped for one about to run"
+    running.discard("p3")
+    cache.trim()
+    assert list(cache) == ["p2", "p3"], "once nothing idle is left, the least recently used paused thread goes"
+
+
+async def _drain(pipeline: RoutePipeline, thread_id: str, message: str | None = None, **body: object) -> list[dict]:
+    """One run through the route's pipeline (no HTTP), as the events a client decodes."""
+    messages = [{"id": f"m-{thread_id}", "role": "user", "content": message}] if message else []
+    data = RunAgentInput.model_validate(run_input(thread_id=thread_id, messages=messages, **body))
+    return parse_sse(b"".join([frame async for frame in pipeline.stream(data)]))
 
 
 async def test_the_bridge_keeps_a_thread_waiting_for_approval_and_forgets_idle_ones() -> None:
-    agent = EmittingStrandsAgent(Settings(agui_thread_cache_size=2, agui_script_delay_ms=0), "/strands/agent")
-    parked = await _drain(agent, "parked", "delete notes.txt")
-    (interrupt,) = parked[-1].outcome.interrupts
+    settings = Settings(agui_thread_cache_size=2, agui_script_delay_ms=0)
+    pipeline = RoutePipeline(runtime, runtime.build(settings), settings)
+    agent = pipeline.bridge._agent
+    parked = await _drain(pipeline, "parked", "delete notes.txt")
+    (interrupt,) = parked[-1]["outcome"]["interrupts"]
     for thread in ("b", "c", "d"):
-        await _drain(agent, thread, "Hello")
-    assert set(agent._agents_by_thread) == {"parked", "d"}
-    answered = await _drain(
-        agent, "parked", resume=[{"interruptId": interrupt.id, "status": "resolved", "payload": {"approved": True}}]
-    )
-    assert answered[-1].type == EventType.RUN_FINISHED
-    assert any(e.type == EventType.TOOL_CALL_RESULT and "Deleted notes.txt." in e.content for e in answered)
+        await _drain(pipeline, thread, "Hello")
+    assert pipeline.bridge.held_threads().cached == {"parked", "d"}
+    answered = await _drain(pipeline, "parked", resume=resume([interrupt], payload={"approved": True}))
+    assert answered[-1]["type"] == "RUN_FINISHED"
+    assert any(e["type"] == "TOOL_CALL_RESULT" and "Deleted notes.txt." in e["content"] for e in answered)
     for thread in ("e", "f"):
-        await _drain(agent, thread, "Hello")
-    assert set(agent._agents_by_thread) == {"e", "f"}  # answered, the thread is an ordinary one again
+        await _drain(pipeline, thread, "Hello")
+    assert pipeline.bridge.held_threads().cached == {"e", "f"}  # answered, the thread is an ordinary one again
     assert "parked" not in agent._last_resume_fingerprint  # and its bridge bookkeeping went with it
+
+
+def test_unanswered_approvals_cannot_grow_the_thread_cache() -> None:
+    """Approvals nobody answers are dropped, oldest first, once no idle thread is left to drop; a
+    resume of a dropped one gets the bridge's RUN_ERROR, the newest still works."""
+    with serve(Settings(agui_script_delay_ms=1, agui_thread_cache_size=2)) as small:
+
+        def interrupted(message: str) -> tuple[dict, list[dict]]:
+            body = run_input(message)
+            run = asyncio.run(arun(small.base, ROUTE, body))
+            assert verify_events(run.events) == [] and run.interrupts(), run.types()
+            return body, run.events
+
+        def approve(body: dict, first: list[dict]) -> list[dict]:
+            answer = run_input(
+                thread_id=body["threadId"],
+                messages=history_after(body, first),
+                resume=resume(first[-1]["outcome"]["interrupts"], payload={"approved": True}),
+            )
+            events = asyncio.run(arun(small.base, ROUTE, answer)).events
+            assert verify_thread([first, events]) == []
+            return events
+
+        threads = [interrupted(f"delete file{n}.txt") for n in range(3)]
+        asyncio.run(arun(small.base, ROUTE, run_input("Hello")))  # an idle thread in between
+        held = small.on_loop(lambda: small.pipeline(ROUTE).bridge.held_threads())
+        assert len(held.cached) == 2 and len(held.paused) <= 2
+        (oldest_body, oldest), _, (newest_body, newest) = threads
+        assert oldest_body["threadId"] not in held.cached
+        dropped = approve(oldest_body, oldest)
+        assert [e["type"] for e in dropped] == ["RUN_STARTED", "RUN_ERROR"]
+        assert dropped[-1]["code"] == "UNKNOWN_INTERRUPT_ID"
+        kept = approve(newest_body, newest)
+        assert "Done: Deleted file2.txt." in "".join(e["delta"] for e in kept if e["type"] == "TEXT_MESSAGE_CONTENT")
 
 
 # --- state ----------------------------------------------------------------------------------
@@ -88,7 +139,10 @@ async def test_every_snapshot_is_a_merge_into_the_state_so_far() -> None:
         StateSnapshotEvent(snapshot={"recipe": {"title": "Soup"}}),
         StateSnapshotEvent(snapshot={"keep": 1, "recipe": {"title": "Soup"}}),
     )
-    snapshots = [e.snapshot async for e in complete_snapshots(bridge) if e.type == EventType.STATE_SNAPSHOT]
+    run_input_ = RunAgentInput.model_validate(run_input("hi"))
+    snapshots = [
+        e.snapshot async for e in complete_snapshots(bridge, run_input_) if e.type == EventType.STATE_SNAPSHOT
+    ]
     assert snapshots == [{"keep": 1, "recipe": None}] + [{"keep": 1, "recipe": {"title": "Soup"}}] * 2
 
 
@@ -134,7 +188,7 @@ def test_a_specialist_that_raises_ends_its_subagent_with_subagent_error(monkeypa
 
     monkeypatch.setattr(strands_model, "specialist_step", exploding)
     with live_server(Settings(agui_script_delay_ms=1)) as base:
-        result = post_run(base, "/strands/agent", run_input("Research why things explode"))
+        result = post_run(base, ROUTE, run_input("Research why things explode"))
     assert verify_events(result.events) == []
     (started,) = result.of_type("SUBAGENT_STARTED")
     (error,) = result.of_type("SUBAGENT_ERROR")

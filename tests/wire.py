@@ -1,87 +1,119 @@
-"""Test support: drive a route over real HTTP/SSE and keep what came off the wire.
+"""Test support: run the real app, drive its routes over real HTTP/SSE, keep what came off the wire.
 
-Used by every route test: ``post_run`` POSTs a real ``RunAgentInput`` to a live server and
-returns the raw bytes plus the decoded events, so a test can check the stream with the protocol
-verifier and assert on content.
+``serve`` (or ``live_server`` for just the URL) runs the app under uvicorn on loopback and lets a
+test look inside (its loop's tasks, its routes' pipelines). ``post_run`` / ``arun`` POST a real
+``RunAgentInput`` and return the raw bytes plus the decoded events, so a test can check the stream
+with the protocol verifier and assert on content; every async read has a hard deadline.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import socket
 import threading
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import uvicorn
 from ag_ui.core import Event
+from fastapi import FastAPI
 from pydantic import TypeAdapter
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.config import Settings
 from app.factory import create_app
+from app.pipeline import RoutePipeline
+from app.registry import RUNTIMES
+from deploy.loopback import LOOPBACK, free_port, wait_until_ok
 from verifier import parse_sse
+from verifier.client import interrupts, run_input
+
+__all__ = ["free_port", "run_input"]  # re-exported: what every test module builds requests with
 
 EVENT_ADAPTER: TypeAdapter = TypeAdapter(Event)
+ROUTES: tuple[str, ...] = tuple(runtime.route for runtime in RUNTIMES)
+RUNTIME_BY_ROUTE = {runtime.route: runtime for runtime in RUNTIMES}
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+class _LoopProbe:
+    """Outermost ASGI layer that remembers the loop the server runs on (test-only)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.loop = asyncio.get_running_loop()
+        await self.app(scope, receive, send)
+
+
+@dataclass
+class Server:
+    """A running app the test can look inside: its base URL, its routes' pipelines, its loop."""
+
+    base: str
+    app: FastAPI
+    probe: _LoopProbe
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        assert self.probe.loop is not None, "the server has not served a request yet"
+        return self.probe.loop
+
+    def pipeline(self, route: str) -> RoutePipeline:
+        return self.app.state.pipelines[route]
+
+    def on_loop(self, function, timeout_s: float = 10):  # noqa: ANN001, ANN201 - any callable, its result
+        """``function()`` called on the server's loop (consistent with what the loop is doing)."""
+
+        async def call():  # noqa: ANN202
+            return function()
+
+        return asyncio.run_coroutine_threadsafe(call(), self.loop).result(timeout=timeout_s)
+
+    def tasks(self) -> list[asyncio.Task]:
+        """The server loop's tasks right now."""
+        return self.on_loop(lambda: [task for task in asyncio.all_tasks() if task is not asyncio.current_task()])
+
+    def settle(self, baseline: int, *, within_s: float) -> tuple[float, list[asyncio.Task]]:
+        """Wait until the loop has no more tasks than ``baseline``; (seconds taken, tasks left)."""
+        started = time.monotonic()
+        while True:
+            tasks = self.tasks()
+            elapsed = time.monotonic() - started
+            if len(tasks) <= baseline or elapsed > within_s:
+                return elapsed, tasks
+            time.sleep(0.05)
 
 
 @contextmanager
-def live_server(settings: Settings | None = None) -> Iterator[str]:
-    """Run the real app under uvicorn on a free loopback port; yields its base URL."""
+def serve(settings: Settings | None = None) -> Iterator[Server]:
+    """Run the real app under uvicorn, in this process, on a free loopback port."""
     settings = settings or Settings(agui_script_delay_ms=2)
+    app = create_app(settings)
+    probe = _LoopProbe(app)
     port = free_port()
-    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn.Config(probe, host=LOOPBACK, port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/ok", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    else:
-        raise RuntimeError("server did not answer /ok within 30 s")
+    base = f"http://{LOOPBACK}:{port}"
     try:
-        yield base
+        wait_until_ok(base, timeout_s=30, alive=thread.is_alive)
+        yield Server(base, app, probe)
     finally:
         server.should_exit = True
         thread.join(timeout=10)
 
 
-def run_input(
-    message: str | None = None,
-    *,
-    thread_id: str | None = None,
-    messages: list[dict] | None = None,
-    **extra: object,
-) -> dict:
-    """A RunAgentInput body (wire form). ``message`` appends one user message."""
-    history = list(messages or [])
-    if message is not None:
-        history.append({"id": f"msg-{uuid.uuid4().hex[:8]}", "role": "user", "content": message})
-    body: dict = {
-        "threadId": thread_id or f"thread-{uuid.uuid4().hex[:8]}",
-        "runId": f"run-{uuid.uuid4().hex[:8]}",
-        "messages": history,
-        "state": {},
-        "tools": [],
-        "context": [],
-        "forwardedProps": {},
-    }
-    body.update(extra)
-    return body
+@contextmanager
+def live_server(settings: Settings | None = None) -> Iterator[str]:
+    """:func:`serve`, when the test only needs the base URL."""
+    with serve(settings) as server:
+        yield server.base
 
 
 def answered_tool_call(call: dict, arguments: str, answer: str) -> list[dict]:
@@ -126,8 +158,7 @@ class Run:
         return self.events[-1]
 
     def interrupts(self) -> list[dict]:
-        outcome = self.terminal.get("outcome") or {}
-        return outcome.get("interrupts", []) if outcome.get("type") == "interrupt" else []
+        return interrupts(self.events)
 
 
 class StreamReader:
@@ -170,3 +201,51 @@ def post_run(base: str, route: str, body: dict | bytes, *, headers: dict | None 
         for chunk in response.iter_bytes():
             reader.feed(chunk)
     return reader.run(response.status_code)
+
+
+async def _read(client: httpx.AsyncClient, url: str, body: dict | bytes, headers: dict) -> Run:
+    payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+    reader = StreamReader()
+    async with client.stream("POST", url, content=payload, headers={**REQUEST_HEADERS, **headers}) as response:
+        async for chunk in response.aiter_bytes():
+            reader.feed(chunk)
+    return reader.run(response.status_code)
+
+
+async def arun(
+    base: str,
+    route: str,
+    body: dict | bytes,
+    *,
+    client: httpx.AsyncClient | None = None,
+    deadline_s: float = 60,
+    headers: dict | None = None,
+) -> Run:
+    """POST one run and read the whole stream, failing if it takes longer than ``deadline_s`` (a
+    stream that hangs, or sends only keepalive comments, fails the test instead of hanging it)."""
+    url = f"{base}{route}"
+    if client is not None:
+        return await asyncio.wait_for(_read(client, url, body, headers or {}), timeout=deadline_s)
+    async with httpx.AsyncClient(timeout=deadline_s) as own:
+        return await asyncio.wait_for(_read(own, url, body, headers or {}), timeout=deadline_s)
+
+
+def run_sync(base: str, route: str, body: dict | bytes, *, deadline_s: float = 60, headers: dict | None = None) -> Run:
+    """``arun`` for a synchronous test."""
+    return asyncio.run(arun(base, route, body, deadline_s=deadline_s, headers=headers))
+
+
+@asynccontextmanager
+async def open_stream(base: str, route: str, body: dict, *, deadline_s: float = 30) -> AsyncIterator[Any]:
+    """Open a run's stream and yield an async iterator of its decoded events; leaving the block
+    closes the connection (a client that stops reading and goes away)."""
+    async with httpx.AsyncClient(timeout=deadline_s) as client:
+        async with client.stream("POST", f"{base}{route}", json=body, headers=REQUEST_HEADERS) as response:
+            assert response.status_code == 200
+
+            async def events() -> AsyncIterator[dict]:
+                async for line in response.aiter_lines():
+                    if line.startswith("data:"):
+                        yield json.loads(line[5:])
+
+            yield events()

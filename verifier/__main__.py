@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import uuid
 from pathlib import Path
 
 import httpx
 
+from verifier.client import history_after, interrupts, resume, run_input
 from verifier.core import ThreadVerifier
 from verifier.sse import parse_sse
 
@@ -28,19 +28,6 @@ def load_capture(path: Path) -> list[dict]:
     """A capture is either an SSE byte stream or a JSON array of events."""
     raw = path.read_bytes()
     return json.loads(raw) if raw.lstrip().startswith(b"[") else parse_sse(raw)
-
-
-def run_input(args: argparse.Namespace, thread_id: str, messages: list[dict], state: object) -> dict:
-    """The RunAgentInput a client would send for this turn."""
-    return {
-        "threadId": thread_id,
-        "runId": f"run-{uuid.uuid4().hex[:8]}",
-        "messages": messages,
-        "state": state,
-        "tools": [],
-        "context": [],
-        "forwardedProps": {},
-    }
 
 
 def post(url: str, body: dict, headers: list[str], timeout: float) -> list[dict]:
@@ -53,29 +40,25 @@ def post(url: str, body: dict, headers: list[str], timeout: float) -> list[dict]
     return parse_sse(response.content)
 
 
-def interrupts_of(events: list[dict]) -> list[dict]:
-    outcome = (events[-1].get("outcome") or {}) if events else {}
-    return outcome.get("interrupts") or [] if outcome.get("type") == "interrupt" else []
-
-
 def verify_live(args: argparse.Namespace) -> tuple[list[list[dict]], list[str]]:
     """Run the first turn, and the resume when asked and needed; verify them as one thread.
 
     The resume carries what a client holds after the first run: its state and the last
     MESSAGES_SNAPSHOT (or the original messages when the server sent none).
     """
-    thread_id = args.thread_id or f"thread-{uuid.uuid4().hex[:8]}"
-    messages = [{"id": f"msg-{uuid.uuid4().hex[:8]}", "role": "user", "content": args.message}]
-    first = run_input(args, thread_id, messages, json.loads(args.state))
-    verifier = ThreadVerifier(state=first["state"], messages=messages)
+    first = run_input(args.message, thread_id=args.thread_id, state=json.loads(args.state))
+    verifier = ThreadVerifier(state=first["state"], messages=first["messages"])
     runs = [post(args.source, first, args.header, args.timeout)]
     problems = [f"run 0: {problem}" for problem in verifier.verify_stream(runs[0])]
-    pending = interrupts_of(runs[0])
+    pending = interrupts(runs[0])
     if args.resume and pending:
-        snapshots = [event["messages"] for event in runs[0] if event.get("type") == "MESSAGES_SNAPSHOT"]
-        second = run_input(args, thread_id, snapshots[-1] if snapshots else messages, verifier.state)
-        answer = {"status": args.resume} | ({"payload": json.loads(args.payload)} if args.payload else {})
-        second["resume"] = [{"interruptId": interrupt["id"], **answer} for interrupt in pending]
+        payload = json.loads(args.payload) if args.payload else None
+        second = run_input(
+            thread_id=first["threadId"],
+            messages=history_after(first, runs[0]),
+            state=verifier.state,
+            resume=resume(pending, args.resume, payload),
+        )
         runs.append(post(args.source, second, args.header, args.timeout))
         problems += [f"run 1: {problem}" for problem in verifier.verify_stream(runs[1])]
     return runs, problems

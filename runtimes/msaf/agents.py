@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from agent_framework import Agent
 
-from app.config import Settings
 from emitters.msaf import DelegationMiddleware, forward_specialist_update
 from runtimes import script
-from runtimes.msaf.errors import describe
+from runtimes.config import RuntimeSettings
 from runtimes.msaf.model import chat_client
+from runtimes.msaf.specialists import SpecialistFailures, failure_code, observing
 from runtimes.msaf.tools import PARENT_TOOLS, SPECIALIST_TOOLS
 
 
-def build_specialist(settings: Settings) -> Agent:
+def build_specialist(settings: RuntimeSettings) -> Agent:
     return Agent(
         client=chat_client(settings, script.specialist_step),
         name=script.RESEARCH_SPECIALIST,
@@ -26,14 +26,14 @@ def build_specialist(settings: Settings) -> Agent:
     )
 
 
-def build_assistant(settings: Settings) -> Agent:
+def build_assistant(settings: RuntimeSettings) -> Agent:
     """The agent the route serves; it delegates research to a real second agent."""
     research = build_specialist(settings).as_tool(
         name=script.RESEARCH_SPECIALIST,
         description="Delegate a research task to the research specialist. Call it twice in one turn to compare.",
         arg_name="task",
         arg_description="What to research, in one sentence.",
-        stream_callback=forward_specialist_update,
+        stream_callback=observing(forward_specialist_update),
     )
     return Agent(
         client=chat_client(settings, script.parent_step),
@@ -41,5 +41,10 @@ def build_assistant(settings: Settings) -> Agent:
         description="The demo assistant of the multi-runtime AG-UI server.",
         instructions=script.PARENT_INSTRUCTIONS,
         tools=[*PARENT_TOOLS, research],
-        middleware=[DelegationMiddleware({script.RESEARCH_SPECIALIST}, fatal=describe)],
+        # Outermost first: the failure policy sees a specialist's failure after the emitter has
+        # closed its subagent (runtimes/msaf/specialists.py).
+        middleware=[
+            SpecialistFailures({script.RESEARCH_SPECIALIST}),
+            DelegationMiddleware({script.RESEARCH_SPECIALIST}, failure_code=failure_code),
+        ],
     )

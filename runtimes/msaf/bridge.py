@@ -1,30 +1,34 @@
-"""The route: agent-framework-ag-ui's endpoint, serving our AgentFrameworkAgent subclass.
+"""The MAF route's bridge: agent-framework-ag-ui's ``AgentFrameworkAgent``, and the stages it needs.
 
-The subclass only wraps the bridge's ``run()`` stream; the upstream endpoint (request parsing,
-approval state, SSE) is used unchanged. Wrapping, innermost first: model failures get a stable
-RUN_ERROR code, a successful finish says so, a cancelled approval gets a transcript, the subagent
-emitter merges SUBAGENT_* events in, and one summary line per run is logged.
+The upstream runner translates the agent's run into AG-UI (approvals, state, predictive state)
+and is used unchanged. The route adds, as its own stages (``runtimes.base.Stage``):
+
+* ``with_success_outcome``: a successful RUN_FINISHED says ``outcome: {type: "success"}``, as the
+  other routes' finishes do;
+* ``cancel.complete_cancelled_approvals``: a cancelled approval still gets a tool result and a reply.
+
+Model failures escape the runner as exceptions; ``describe_error`` names them (``errors``), and the
+pipeline's error boundary puts that code on the RUN_ERROR. The delegation dialect
+(``emitters.msaf``) is wired into the agents (``agents``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+import copy
+from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
-from ag_ui.core import BaseEvent, EventType, RunFinishedSuccessOutcome
-from agent_framework import SupportsAgentRun
-from agent_framework_ag_ui import AgentFrameworkAgent, add_agent_framework_fastapi_endpoint
-from fastapi import FastAPI
+from ag_ui.core import BaseEvent, EventType, RunAgentInput, RunFinishedSuccessOutcome
+from agent_framework_ag_ui import AgentFrameworkAgent, AGUIRequest
 
-from app.config import Settings
-from app.mounting import agent_route
-from app.runlog import log_run
-from emitters.core import NativeLatch, emit_subagents, subagent_events_enabled
 from runtimes import script
+from runtimes.base import HeldThreads, Stage
+from runtimes.config import RuntimeSettings
+from runtimes.model_errors import ModelError
+from runtimes.msaf import errors
 from runtimes.msaf.agents import build_assistant
 from runtimes.msaf.cancel import PendingApprovals, complete_cancelled_approvals
-from runtimes.msaf.errors import error_code, name_model_errors
 
 STATE_SCHEMA: dict[str, dict[str, Any]] = {
     "recipe": {"type": "object", "description": "The recipe update_recipe wrote."},
@@ -36,46 +40,54 @@ DEFAULT_STATE: dict[str, Any] = {"document": ""}
 STATE_DELTA ``replace /document`` is only valid JSON Patch when the key already exists."""
 
 
-class EmittingAgentFrameworkAgent(AgentFrameworkAgent):
-    """``AgentFrameworkAgent`` whose event stream also carries live SUBAGENT_* events."""
-
-    def __init__(self, agent: SupportsAgentRun, *, settings: Settings, runtime_name: str, route: str) -> None:
-        super().__init__(
-            agent,
-            state_schema=STATE_SCHEMA,
-            predict_state_config=PREDICT_STATE_CONFIG,
-            require_confirmation=False,  # no synthetic confirm_changes tool call: the interrupt outcome is enough
-        )
-        self._settings = settings
-        self._runtime_name = runtime_name
-        self._native_latch = NativeLatch(route)
-        self._pending_approvals = PendingApprovals()
-
-    async def run(
-        self,
-        input_data: dict[str, Any],
-        *,
-        function_invocation_kwargs: Mapping[str, Any] | None = None,
-    ) -> AsyncGenerator[BaseEvent, None]:
-        thread_id = str(_field(input_data, "thread_id", "threadId") or "")
-        run_id = str(_field(input_data, "run_id", "runId") or "")
-        forwarded_props = _field(input_data, "forwarded_props", "forwardedProps")
-        events = name_model_errors(super().run(input_data, function_invocation_kwargs=function_invocation_kwargs))
-        events = with_success_outcome(events)
-        events = complete_cancelled_approvals(events, input_data, self._pending_approvals, thread_id=thread_id)
-        events = emit_subagents(
-            events,
-            self._native_latch,
-            thread_id=thread_id,
-            run_id=run_id,
-            enabled=subagent_events_enabled(forwarded_props, self._settings.agui_subagent_events),
-            error_code=error_code,
-        )
-        async for event in log_run(events, runtime=self._runtime_name, thread_id=thread_id, run_id=run_id):
-            yield event
+def runner(settings: RuntimeSettings) -> AgentFrameworkAgent:
+    """The upstream runner the route serves, configured as the route needs it."""
+    return AgentFrameworkAgent(
+        build_assistant(settings),
+        state_schema=STATE_SCHEMA,
+        predict_state_config=PREDICT_STATE_CONFIG,
+        require_confirmation=False,  # no synthetic confirm_changes tool call: the interrupt outcome is enough
+    )
 
 
-async def with_success_outcome(events: AsyncIterator[BaseEvent]) -> AsyncIterator[BaseEvent]:
+class MsafBridge:
+    """``POST /msaf/agent``: one runner for the app; each request gets its own session and state."""
+
+    interrupt_owner = None  # an approval inside ``as_tool`` cannot reach the parent (docs/matrix.md)
+
+    def __init__(self, settings: RuntimeSettings) -> None:
+        self._runner = runner(settings)
+        self._pending = PendingApprovals()
+        self.stages: tuple[Stage, ...] = (with_success_outcome, self._complete_cancelled_approvals)
+
+    def run(self, run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+        return self._runner.run(runner_input(run_input))
+
+    def describe_error(self, exc: BaseException) -> ModelError | None:
+        return errors.describe(exc)
+
+    def held_threads(self) -> HeldThreads:
+        return HeldThreads(paused=frozenset(self._pending.threads()))
+
+    def _complete_cancelled_approvals(
+        self, events: AsyncIterator[BaseEvent], run_input: RunAgentInput
+    ) -> AsyncIterator[BaseEvent]:
+        return complete_cancelled_approvals(events, run_input, self._pending)
+
+
+def runner_input(run_input: RunAgentInput) -> dict[str, Any]:
+    """The request as the upstream runner reads it: its own request model's dump (what its
+    endpoint hands ``run``), with the route's default state filled in where the client sent none."""
+    data = AGUIRequest.model_validate(run_input.model_dump(by_alias=True, exclude_none=True)).model_dump(
+        exclude_none=True
+    )
+    state = data.setdefault("state", {})
+    for key, value in DEFAULT_STATE.items():
+        state.setdefault(key, copy.deepcopy(value))
+    return data
+
+
+async def with_success_outcome(events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
     """Say ``outcome: {type: "success"}`` on a successful RUN_FINISHED, as the Strands route does.
 
     The bridge omits it (legacy success, allowed by the protocol); stating it lets one client
@@ -86,33 +98,3 @@ async def with_success_outcome(events: AsyncIterator[BaseEvent]) -> AsyncIterato
             if event.type == EventType.RUN_FINISHED and event.outcome is None:
                 event = event.model_copy(update={"outcome": RunFinishedSuccessOutcome()})
             yield event
-
-
-def _field(input_data: Mapping[str, Any], snake: str, camel: str) -> Any:
-    """The endpoint hands ``run()`` a snake_case dump; direct callers may use wire names."""
-    return input_data.get(snake, input_data.get(camel))
-
-
-class MsafRuntime:
-    """Microsoft Agent Framework behind agent-framework-ag-ui, on ``POST /msaf/agent``."""
-
-    name = "msaf"
-    title = "Microsoft Agent Framework"
-    bridge_package = "agent-framework-ag-ui"
-
-    @property
-    def route(self) -> str:
-        return agent_route(self.name)
-
-    def mount(self, app: FastAPI, settings: Settings) -> None:
-        runner = EmittingAgentFrameworkAgent(
-            build_assistant(settings), settings=settings, runtime_name=self.name, route=self.route
-        )
-        add_agent_framework_fastapi_endpoint(
-            app,
-            runner,
-            self.route,
-            default_state=DEFAULT_STATE,
-            single_user=True,  # one principal per registration; approval state is per process
-            keepalive_seconds=None,  # app.keepalive already pulses every runtime route
-        )

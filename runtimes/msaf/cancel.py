@@ -15,13 +15,15 @@ from __future__ import annotations
 import json
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
 from ag_ui.core import (
     BaseEvent,
     EventType,
+    RunAgentInput,
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
@@ -56,59 +58,37 @@ class PendingApprovals:
             while len(self._by_thread) > self._max_threads:
                 self._by_thread.popitem(last=False)
 
-
-def cancelled_interrupt_ids(input_data: Mapping[str, Any]) -> set[str]:
-    """Interrupt ids the request cancels, from every place the bridge reads a resume."""
-    forwarded = input_data.get("forwarded_props") or input_data.get("forwardedProps") or {}
-    command = forwarded.get("command") if isinstance(forwarded, dict) else None
-    resume = (
-        input_data.get("resume")
-        or (command.get("resume") if isinstance(command, dict) else None)
-        or (forwarded.get("resume") if isinstance(forwarded, dict) else None)
-    )
-    if isinstance(resume, dict):
-        resume = resume.get("interrupts") or resume.get("interrupt") or [resume]
-    ids: set[str] = set()
-    for entry in resume if isinstance(resume, list) else []:
-        if isinstance(entry, dict) and entry.get("status") == "cancelled":
-            interrupt_id = next((entry[key] for key in _ID_KEYS if entry.get(key)), None)
-            if interrupt_id:
-                ids.add(str(interrupt_id))
-    return ids
-
-
-_ID_KEYS = ("interrupt_id", "interruptId", "id", "toolCallId")
-"""Where a resume entry names its interrupt: the endpoint's snake_case dump, the wire, legacy shapes."""
+    def threads(self) -> list[str]:
+        """The threads with an approval pending, least recently asked first."""
+        return list(self._by_thread)
 
 
 async def complete_cancelled_approvals(
-    events: AsyncIterator[BaseEvent],
-    input_data: Mapping[str, Any],
-    pending: PendingApprovals,
-    *,
-    thread_id: str,
+    events: AsyncIterator[BaseEvent], run_input: RunAgentInput, pending: PendingApprovals
 ) -> AsyncIterator[BaseEvent]:
     """Pass the bridge's events through; answer cancelled approvals the bridge left open."""
-    cancelled_ids = cancelled_interrupt_ids(input_data)
+    thread_id = run_input.thread_id
+    cancelled_ids = {entry.interrupt_id for entry in run_input.resume or [] if entry.status == "cancelled"}
     cancelled = [call for key, call in pending.get(thread_id).items() if key in cancelled_ids]
     requested: dict[str, GatedCall] = {}
     answered: set[str] = set()
     replied = False
-    async for event in events:
-        kind = event.type
-        if kind == EventType.CUSTOM and event.name == "function_approval_request":
-            _remember(requested, event.value)
-        elif kind == EventType.TOOL_CALL_RESULT:
-            answered.add(event.tool_call_id)
-        elif kind == EventType.TEXT_MESSAGE_CONTENT:
-            replied = True
-        elif kind == EventType.RUN_FINISHED:
-            interrupts = getattr(event.outcome, "interrupts", None) or []
-            pending.put(thread_id, {i.id: requested[i.id] for i in interrupts if i.id in requested})
-            if not interrupts:
-                for extra in _not_run([call for call in cancelled if call.tool_call_id not in answered], replied):
-                    yield extra
-        yield event
+    async with aclosing(events):
+        async for event in events:
+            kind = event.type
+            if kind == EventType.CUSTOM and event.name == "function_approval_request":
+                _remember(requested, event.value)
+            elif kind == EventType.TOOL_CALL_RESULT:
+                answered.add(event.tool_call_id)
+            elif kind == EventType.TEXT_MESSAGE_CONTENT:
+                replied = True
+            elif kind == EventType.RUN_FINISHED:
+                interrupts = getattr(event.outcome, "interrupts", None) or []
+                pending.put(thread_id, {i.id: requested[i.id] for i in interrupts if i.id in requested})
+                if not interrupts:
+                    for extra in _not_run([call for call in cancelled if call.tool_call_id not in answered], replied):
+                        yield extra
+            yield event
 
 
 def _remember(requested: dict[str, GatedCall], value: object) -> None:

@@ -11,7 +11,6 @@ client, which local servers such as Ollama, LM Studio and vLLM do not implement)
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -30,8 +29,8 @@ from agent_framework.observability import ChatTelemetryLayer
 from agent_framework_openai import OpenAIChatCompletionClient
 from openai import AsyncOpenAI
 
-from app.config import Settings
-from emitters.msaf import result_text
+from runtimes import script
+from runtimes.config import RuntimeSettings
 from runtimes.script import CallTools, Reply, Step, Turn, chunk_json
 
 ScriptStep = Callable[[Turn], Step]
@@ -56,7 +55,7 @@ def turn_from_messages(messages: Sequence[Message], tools: Sequence[Any] = ()) -
             if content.type == "function_call" and content.call_id:
                 names[content.call_id] = content.name or ""
             elif content.type == "function_result" and content.call_id:
-                results.append((names.get(content.call_id, ""), result_text(content.result)))
+                results.append((names.get(content.call_id, ""), str(content.result or "")))  # the result's text
     frontend = [tool.name for tool in tools if getattr(tool, "declaration_only", False)]
     return Turn(user_text=user_text, results=results, frontend_tools=frontend)
 
@@ -104,9 +103,7 @@ class ScriptedChatClient(FunctionInvocationLayer, ChatMiddlewareLayer, ChatTelem
             for call in step.calls:
                 pieces.extend(_function_call_pieces(call.name, call.arguments))
             pieces[-1] = (pieces[-1][0], "tool_calls")
-        for index, (content, finish) in enumerate(pieces):
-            if index and self._delay_s:
-                await asyncio.sleep(self._delay_s)
+        async for content, finish in script.paced(pieces, self._delay_s):
             yield update(content, finish)
 
 
@@ -120,7 +117,7 @@ def _function_call_pieces(name: str, arguments: dict) -> list[tuple[Content, str
     ]
 
 
-def chat_client(settings: Settings, step: ScriptStep) -> BaseChatClient:
+def chat_client(settings: RuntimeSettings, step: ScriptStep) -> BaseChatClient:
     """The client one agent of this route talks to. Building it never touches the network.
 
     ``step`` is the script the offline model follows for this agent; a real model ignores it.

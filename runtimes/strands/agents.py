@@ -7,6 +7,9 @@ all threads, so a specialist held by a tool (a shared ``as_tool()``) would refus
 
 from __future__ import annotations
 
+import contextvars
+from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 from ag_ui_strands import ToolBehavior
@@ -25,6 +28,31 @@ SPECIALIST_DESCRIPTION = "Delegate a research task to the research specialist, w
 """What the parent's model reads about the delegation tool."""
 SUBAGENT_DESCRIPTION = "Looks one fact up with lookup_fact and reports back in a sentence or two."
 """What a client reads about the subagent (SUBAGENT_STARTED.description)."""
+
+_OPEN_SPECIALISTS: contextvars.ContextVar[set[AsyncIterator] | None] = contextvars.ContextVar(
+    "agui_strands_open_specialists", default=None
+)
+
+
+async def close_abandoned_specialists(events: AsyncIterator, run_input: object) -> AsyncIterator:
+    """A stage: when the run ends, close every specialist stream it left open.
+
+    Why: when a run is cancelled (its client went away) while two delegations run in parallel,
+    Strands 1.62's concurrent tool executor cancels the tool tasks while they wait for their turn,
+    outside the tool's stream, and never closes the streams: each specialist's ``stream_async``
+    keeps its cancel-signal watcher task polling until the garbage collector finds the stream.
+    Closing them here ends the specialists now.
+    """
+    open_streams: set[AsyncIterator] = set()
+    _OPEN_SPECIALISTS.set(open_streams)
+    try:
+        async with aclosing(events):
+            async for event in events:
+                yield event
+    finally:
+        for stream in list(open_streams):
+            if not getattr(stream, "ag_running", False):  # one still running is its task's to finish
+                await stream.aclose()
 
 
 def specialist_agent(model: Model) -> Agent:
@@ -81,8 +109,17 @@ class SpecialistDelegation(AgentTool):
         arguments = tool_use.get("input")
         task = arguments.get("task", "") if isinstance(arguments, dict) else str(arguments or "")
         delegation = specialist_agent(self._model).as_tool(name=RESEARCH_SPECIALIST)
-        async for event in delegation.stream({**tool_use, "input": {"input": task}}, invocation_state, **kwargs):
-            yield event
+        stream = delegation.stream({**tool_use, "input": {"input": task}}, invocation_state, **kwargs)
+        open_streams = _OPEN_SPECIALISTS.get()
+        if open_streams is not None:
+            open_streams.add(stream)
+        try:
+            async with aclosing(stream):
+                async for event in stream:
+                    yield event
+        finally:
+            if open_streams is not None:
+                open_streams.discard(stream)
 
 
 def parent_template(parent_model: Model, specialist_model: Model) -> Agent:

@@ -1,12 +1,26 @@
-"""The Strands route's bridge: ag-ui-strands' ``StrandsAgent`` plus what it lacks.
+"""The Strands route's bridge: ag-ui-strands' ``StrandsAgent``, and the stages it needs.
 
-``EmittingStrandsAgent`` keeps the upstream endpoint and event translation untouched and wraps its
-``run``: every STATE_SNAPSHOT is made complete (``state.complete_snapshots``), a failed model
-call gets a RUN_ERROR code that names it (``errors``), the subagent emitter core merges the
-delegation dialect's events in live (``emitters.strands``), and the per-thread agent cache is
-bounded (``cache.ThreadAgentCache``). Pulling the whole run in the core's one
-context is also what silences OpenTelemetry's "Failed to detach context" errors, which the
-endpoint's one-task-per-event pulling otherwise logs on every run.
+The upstream bridge translates the Strands agent loop into AG-UI and is used unchanged; what it
+lacks is added as the runtime's own stages (``runtimes.base.Stage``), which the app's pipeline
+applies to its stream:
+
+* ``complete_snapshots`` (``state``): every STATE_SNAPSHOT carries the whole state, not only the
+  keys one tool hook returned;
+* ``name_model_errors`` (``errors``): a failed model call's RUN_ERROR gets a ``MODEL_*`` code
+  instead of the bridge's ``STRANDS_FORCE_STOP``;
+* ``_trim_after``: the bounded per-thread agent cache (``cache``) comes back to its size when a run
+  ends (under load every thread is pinned by its run while it runs);
+* ``close_abandoned_specialists`` (``agents``): a cancelled run's specialist streams are closed,
+  not left to the garbage collector.
+
+The delegation dialect (``emitters.strands``) is wired in as the delegation tool's behaviour and
+a hook on the parent agent; the emitter core finds the run on its own.
+
+Private state of ag-ui-strands 0.4.1 read here, because the bridge offers no other way to know
+it: ``_active_runs_by_thread`` (a run is in flight), ``_pending_interrupts_by_thread`` (an approval
+waits), and the per-thread bookkeeping in ``_PER_THREAD_BOOKKEEPING`` (forgotten with an evicted
+thread). Construction fails at once if any of them is gone (``_require_private``), so an upgrade
+that renames them breaks the boot and the suite, loudly.
 """
 
 from __future__ import annotations
@@ -20,35 +34,40 @@ from ag_ui.core import BaseEvent, RunAgentInput
 from ag_ui_strands import PredictStateMapping, StrandsAgent, StrandsAgentConfig, ToolBehavior
 from ag_ui_strands.config import ToolCallContext, ToolResultContext
 
-from app.config import Settings
-from app.runlog import log_run
 from emitters import strands as dialect
-from emitters.core import NativeLatch, emit_subagents, subagent_events_enabled
+from runtimes.base import HeldThreads, Stage
+from runtimes.config import RuntimeSettings
+from runtimes.model_errors import ModelError, describe
 from runtimes.script import DELETE_FILE, RESEARCH_SPECIALIST, UPDATE_RECIPE, WRITE_DOCUMENT
 from runtimes.strands import errors
-from runtimes.strands.agents import APPROVAL, SUBAGENT_DESCRIPTION, parent_template
+from runtimes.strands.agents import APPROVAL, SUBAGENT_DESCRIPTION, close_abandoned_specialists, parent_template
 from runtimes.strands.cache import ThreadAgentCache
 from runtimes.strands.model import models_for
+from runtimes.strands.otel import silence_detached_context_noise
 from runtimes.strands.state import complete_snapshots
 
-# The bridge's own per-thread bookkeeping, forgotten with an evicted thread's agent.
 _PER_THREAD_BOOKKEEPING = (
     "_proxy_tool_names_by_thread",
     "_pending_interrupts_by_thread",
     "_last_resume_fingerprint",
     "_frontend_wait_bridge_by_thread",
 )
+"""The bridge's own per-thread dicts, forgotten with an evicted thread's agent."""
+_ACTIVE_RUNS = "_active_runs_by_thread"
 
 
-class EmittingStrandsAgent(StrandsAgent):
-    """``StrandsAgent`` with complete state snapshots, live SUBAGENT_* events and a bounded cache."""
+class StrandsBridge:
+    """``POST /strands/agent``: one ``StrandsAgent`` for the app, its agents cached per thread."""
 
-    def __init__(self, settings: Settings, route: str) -> None:
+    interrupt_owner = staticmethod(dialect.interrupt_owner)
+
+    def __init__(self, settings: RuntimeSettings) -> None:
+        silence_detached_context_noise()
         parent_model, specialist_model = models_for(settings)
         self._thread_cache = ThreadAgentCache(
-            settings.agui_thread_cache_size, pinned=self._is_running, held=self._is_paused, on_evict=self._forget_thread
+            settings.agui_thread_cache_size, pinned=self._is_running, held=self._is_paused, on_evict=self._forget
         )
-        super().__init__(
+        self._agent = StrandsAgent(
             parent_template(parent_model, specialist_model),
             name="strands_demo_assistant",
             description="The demo assistant on AWS Strands Agents.",
@@ -60,53 +79,70 @@ class EmittingStrandsAgent(StrandsAgent):
             ],
             agents_by_thread=self._thread_cache,
         )
-        self._native_latch = NativeLatch(route)
-        self._subagent_events = settings.agui_subagent_events
-
-    async def run(self, input_data: RunAgentInput, **kwargs: Any) -> AsyncIterator[BaseEvent]:
-        dialect.begin_run()
-        errors.begin_run()
-        events = emit_subagents(
-            errors.name_model_errors(complete_snapshots(super().run(input_data, **kwargs))),
-            self._native_latch,
-            thread_id=input_data.thread_id,
-            run_id=input_data.run_id,
-            enabled=subagent_events_enabled(input_data.forwarded_props, self._subagent_events),
-            interrupt_owner=dialect.interrupt_owner,
+        _require_private(self._agent, (_ACTIVE_RUNS, *_PER_THREAD_BOOKKEEPING))
+        self.stages: tuple[Stage, ...] = (
+            close_abandoned_specialists,
+            complete_snapshots,
+            errors.name_model_errors,
+            self._trim_after,
         )
-        logged = log_run(events, runtime="strands", thread_id=input_data.thread_id, run_id=input_data.run_id)
+
+    def run(self, run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+        return self._agent.run(run_input)
+
+    def describe_error(self, exc: BaseException) -> ModelError | None:
+        return describe(exc)
+
+    def held_threads(self) -> HeldThreads:
+        return HeldThreads(
+            running=frozenset(getattr(self._agent, _ACTIVE_RUNS)),
+            paused=frozenset(self._agent._pending_interrupts_by_thread),
+            cached=frozenset(self._thread_cache),
+        )
+
+    async def _trim_after(self, events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+        """Pass the run through; when it ends, bring the thread cache back to its size."""
         try:
-            async with aclosing(events), aclosing(logged):  # a client that goes away frees the thread at once
-                async for event in logged:
+            async with aclosing(events):
+                async for event in events:
                     yield event
         finally:
-            self._thread_cache.trim()  # the run's thread is unpinned now; under load, threads pile up pinned
+            self._thread_cache.trim()
 
     def _is_running(self, thread_id: str, agent: Any) -> bool:
         """A thread with a run in flight must keep its agent."""
-        return thread_id in self._active_runs_by_thread
+        return thread_id in getattr(self._agent, _ACTIVE_RUNS)
 
     def _is_paused(self, thread_id: str, agent: Any) -> bool:
         """A thread with an approval pending keeps its agent as long as an idle thread can go instead."""
         interrupt_state = getattr(agent, "_interrupt_state", None)
         return bool(getattr(interrupt_state, "activated", False))
 
-    def _forget_thread(self, thread_id: str) -> None:
+    def _forget(self, thread_id: str) -> None:
         for name in _PER_THREAD_BOOKKEEPING:
-            getattr(self, name, {}).pop(thread_id, None)
+            getattr(self._agent, name).pop(thread_id, None)
 
 
-def tool_behaviors() -> dict[str, ToolBehavior]:
-    """What each tool means on the AG-UI wire: approval, shared state, predictive state, delegation."""
-    return {
+def _require_private(agent: StrandsAgent, names: tuple[str, ...]) -> None:
+    missing = [name for name in names if not hasattr(agent, name)]
+    if missing:
+        raise RuntimeError(f"ag-ui-strands changed: StrandsAgent has no {', '.join(missing)} (read by this route)")
+
+
+def tool_behaviors(*, delegation: bool = True) -> dict[str, ToolBehavior]:
+    """What each tool means on the AG-UI wire: approval, shared state, predictive state, delegation
+    (``delegation=False``: the bridge's own handling of the delegation tool, for the bare benchmark)."""
+    behaviors = {
         DELETE_FILE: APPROVAL,
         UPDATE_RECIPE: ToolBehavior(state_from_result=_recipe_state),
         WRITE_DOCUMENT: ToolBehavior(
             predict_state=[PredictStateMapping(state_key="document", tool=WRITE_DOCUMENT, tool_argument="document")],
             state_from_result=_document_state,
         ),
-        RESEARCH_SPECIALIST: dialect.delegation_behavior(SUBAGENT_DESCRIPTION),
     }
+    if delegation:
+        behaviors[RESEARCH_SPECIALIST] = dialect.delegation_behavior(SUBAGENT_DESCRIPTION)
+    return behaviors
 
 
 def _recipe_state(ctx: ToolResultContext) -> dict | None:

@@ -3,8 +3,9 @@
 ag-ui-strands turns any failure of the model call into ``RUN_ERROR`` itself, with the code
 ``STRANDS_FORCE_STOP`` and the provider's raw text ("Error code: 401 - {...}"). This module names
 the failure where it happens and keeps that name for the run: ``NamingOpenAIModel`` raises a
-readable message and records the code; ``name_model_errors`` puts the code on the bridge's
-RUN_ERROR. The codes and their meaning are shared with the other runtime (``runtimes.model_errors``).
+readable message and records the code; the stage ``name_model_errors`` gives each run its own
+record and puts the code on the bridge's RUN_ERROR. The codes and their meaning are shared with
+every runtime (``runtimes.model_errors``).
 
 A model failure anywhere ends the run: Strands hands a specialist's failure to the parent as an
 error tool result and would let the parent's model carry on, so once a model call of the run has
@@ -18,23 +19,15 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
-from ag_ui.core import BaseEvent, EventType
+from ag_ui.core import BaseEvent, EventType, RunAgentInput
 from strands.models.openai import OpenAIModel
 from strands.types.streaming import StreamEvent
 
 from runtimes.model_errors import ModelError, describe
 
-__all__ = ["ModelError", "NamingOpenAIModel", "begin_run", "describe", "name_model_errors", "recorded_failure_code"]
-
 _FAILURES: contextvars.ContextVar[list[ModelError] | None] = contextvars.ContextVar(
     "agui_strands_model_failures", default=None
 )
-
-
-def begin_run() -> None:
-    """Give the run about to start its own failure record (set before the run's context is copied,
-    so the parent's and the specialists' model calls all record into it)."""
-    _FAILURES.set([])
 
 
 def recorded_failure_code() -> str | None:
@@ -64,8 +57,11 @@ class NamingOpenAIModel(OpenAIModel):
             raise named from exc
 
 
-async def name_model_errors(events: AsyncIterator[BaseEvent]) -> AsyncIterator[BaseEvent]:
-    """Put the recorded model failure's code (and message) on the run's RUN_ERROR."""
+async def name_model_errors(events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+    """Give the run its own failure record, then put the recorded model failure's code (and
+    message) on the run's RUN_ERROR. The record is set before the bridge starts, in the run's own
+    context, so the parent's and the specialists' model calls all record into it."""
+    _FAILURES.set([])
     async with aclosing(events):
         async for event in events:
             failures = _FAILURES.get()

@@ -8,10 +8,9 @@ all run their real code. One instance serves every thread, so it keeps no per-ca
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
 from strands.models.model import Model
@@ -19,7 +18,8 @@ from strands.types.content import Messages
 from strands.types.streaming import StreamEvent
 from strands.types.tools import ToolSpec
 
-from app.config import Settings
+from runtimes import script
+from runtimes.config import RuntimeSettings
 from runtimes.script import (
     DELETE_FILE,
     GET_WEATHER,
@@ -68,16 +68,12 @@ class ScriptedModel(Model):
     ) -> AsyncGenerator[StreamEvent, None]:
         offered = [spec["name"] for spec in tool_specs or []]
         step = self._step(turn_from_messages(messages, frontend_tools=[n for n in offered if n not in BACKEND_TOOLS]))
-        async for event in self._paced(_stream_events(step)):
+        async for event in script.paced(_stream_events(step), float(self._config["delay_s"]), is_chunk=_is_delta):
             yield event
 
-    async def _paced(self, events: Sequence[StreamEvent]) -> AsyncIterator[StreamEvent]:
-        """Sleep between content chunks so streaming is visible on the wire."""
-        delay = float(self._config["delay_s"])
-        for event in events:
-            if delay and "contentBlockDelta" in event:
-                await asyncio.sleep(delay)
-            yield event
+
+def _is_delta(event: StreamEvent) -> bool:
+    return "contentBlockDelta" in event
 
 
 def turn_from_messages(messages: Messages, frontend_tools: Sequence[str] = ()) -> Turn:
@@ -133,7 +129,7 @@ def _stream_events(step: Step) -> list[StreamEvent]:
     return events
 
 
-def models_for(settings: Settings) -> tuple[Model, Model]:
+def models_for(settings: RuntimeSettings) -> tuple[Model, Model]:
     """The parent's and the specialist's model for ``settings.agui_model``."""
     if settings.agui_model == "openai":
         model = openai_model(settings)
@@ -142,7 +138,7 @@ def models_for(settings: Settings) -> tuple[Model, Model]:
     return ScriptedModel(parent_step, delay_s=delay_s), ScriptedModel(specialist_step, delay_s=delay_s)
 
 
-def openai_model(settings: Settings) -> NamingOpenAIModel:
+def openai_model(settings: RuntimeSettings) -> NamingOpenAIModel:
     """An OpenAI-compatible Chat Completions model. Built without contacting the endpoint, so a
     missing or wrong key surfaces as a RUN_ERROR on the first request, never at startup."""
     return NamingOpenAIModel(

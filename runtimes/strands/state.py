@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 
-from ag_ui.core import BaseEvent, EventType
+from ag_ui.core import BaseEvent, EventType, RunAgentInput
 
 
-async def complete_snapshots(events: AsyncIterator[BaseEvent]) -> AsyncIterator[BaseEvent]:
+async def complete_snapshots(events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
     """Pass ``events`` through, with every STATE_SNAPSHOT merged into the state so far."""
     state: dict = {}
     async with aclosing(events):  # closing promptly releases the bridge's per-thread busy slot

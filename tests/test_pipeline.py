@@ -1,7 +1,9 @@
-"""The emitter core on synthetic bridge streams: no server, no runtime, only events in and out.
+"""The per-run pipeline on synthetic bridge streams: no server, no runtime, only events in and out.
 
 A fake bridge is an async generator of AG-UI events that, like a real bridge running a tool,
-calls the seam (``current_run()``) while it is suspended between events.
+calls the emitter's seam (``current_run()``) while it is suspended between events. It runs through
+the real pipeline (``app.pipeline.RoutePipeline``): the subagent emitter, the error boundary, the
+pump and the SSE encoding, so these are the rules a client sees on the wire.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import pytest
 from ag_ui.core import (
     BaseEvent,
     Interrupt,
+    RunAgentInput,
     RunErrorEvent,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
@@ -29,26 +32,66 @@ from ag_ui.core import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitters.core import (
-    NativeLatch,
-    current_run,
-    emit_subagents,
-    subagent_events_enabled,
-    subagent_run_id_for,
-)
-from verifier import verify_events, verify_thread
+from app.config import Settings
+from app.pipeline import RoutePipeline
+from emitters.core import current_run, subagent_events_enabled, subagent_run_id_for
+from runtimes.base import HeldThreads, InterruptOwner, Known, Runtime
+from runtimes.model_errors import ModelError
+from verifier import parse_sse, verify_events, verify_thread
+from verifier.client import run_input
 
 THREAD, RUN = "t1", "r1"
 
 
-def wire(events: list[BaseEvent]) -> list[dict]:
-    return [event.model_dump(mode="json", by_alias=True, exclude_none=True) for event in events]
+class FakeBridge:
+    """A bridge whose next run streams ``events`` (set per run)."""
+
+    stages = ()
+
+    def __init__(self, interrupt_owner: InterruptOwner | None = None, error_code: str | None = None) -> None:
+        self.interrupt_owner = interrupt_owner
+        self._error_code = error_code
+        self.events: AsyncIterator[BaseEvent] | None = None
+
+    def run(self, run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+        assert self.events is not None
+        return self.events
+
+    def describe_error(self, exc: BaseException) -> ModelError | None:
+        return ModelError(self._error_code, str(exc)) if self._error_code else None
+
+    def held_threads(self) -> HeldThreads:
+        return HeldThreads()
 
 
-async def collect(bridge: AsyncIterator[BaseEvent], latch: NativeLatch | None = None, **kw) -> list[dict]:
-    latch = latch or NativeLatch("/test/agent")
-    out = [event async for event in emit_subagents(bridge, latch, thread_id=THREAD, run_id=RUN, **kw)]
-    return wire(out)
+def pipeline(*, enabled: bool = True, **bridge: object) -> RoutePipeline:
+    fake = FakeBridge(**bridge)
+    runtime = Runtime(
+        name="test", title="Test", bridge_package="ag-ui-protocol", build=lambda settings: fake, known=Known({})
+    )
+    return RoutePipeline(runtime, fake, Settings(agui_subagent_events=enabled))
+
+
+def request(run_id: str = RUN) -> RunAgentInput:
+    return RunAgentInput.model_validate(run_input(thread_id=THREAD, runId=run_id))
+
+
+async def collect(
+    events: AsyncIterator[BaseEvent], route: RoutePipeline | None = None, *, run_id: str = RUN, **options: object
+) -> list[dict]:
+    """What a client decodes from one run of ``events`` through ``route`` (a new pipeline by default)."""
+    route = route or pipeline(**options)
+    route.bridge.events = events
+    return parse_sse(b"".join([frame async for frame in route.stream(request(run_id))]))
+
+
+async def stream(events: AsyncIterator[BaseEvent], route: RoutePipeline | None = None) -> AsyncIterator[dict]:
+    """The same, decoded frame by frame as it arrives."""
+    route = route or pipeline()
+    route.bridge.events = events
+    async for frame in route.stream(request()):
+        for event in parse_sse(frame):
+            yield event
 
 
 def specialist_says(subagent_id: str, text: str, message_id: str) -> None:
@@ -120,13 +163,13 @@ async def test_injected_events_stream_live_while_the_bridge_waits() -> None:
         yield ToolCallResultEvent(message_id="r", tool_call_id="c", content="done")
         yield RunFinishedEvent(thread_id=THREAD, run_id=RUN)
 
-    stream = emit_subagents(slow_bridge(), NativeLatch("/t"), thread_id=THREAD, run_id=RUN)
-    async for event in stream:
-        seen_before_release.append(event.type.value)
-        if event.type.value == "TEXT_MESSAGE_END":
+    events = stream(slow_bridge())
+    async for event in events:
+        seen_before_release.append(event["type"])
+        if event["type"] == "TEXT_MESSAGE_END":
             break
     assert "SUBAGENT_STARTED" in seen_before_release and "TEXT_MESSAGE_CONTENT" in seen_before_release
-    await stream.aclose()
+    await events.aclose()
 
 
 async def test_parallel_delegations_are_attributed_by_tool_call_id() -> None:
@@ -193,8 +236,8 @@ def owner(interrupt: Interrupt) -> str | None:
 
 
 async def test_interrupt_mid_delegation_suspends_and_resume_continues_the_same_id() -> None:
-    state = NativeLatch("/t")
-    first = await collect(interrupted_bridge(), state, interrupt_owner=owner)
+    route = pipeline(interrupt_owner=owner)
+    first = await collect(interrupted_bridge(), route)
     assert verify_events(first) == []
     sid = subagent_run_id_for("call-1")
     finished = [e for e in first if e["type"] == "SUBAGENT_FINISHED"]
@@ -205,7 +248,9 @@ async def test_interrupt_mid_delegation_suspends_and_resume_continues_the_same_i
             "outcome": {"type": "suspended", "interruptIds": ["v1:agent_as_tool:call-1:x"]},
         }
     ]
-    assert first[-1]["outcome"]["interrupts"][0]["subagentRunId"] == sid
+    [interrupt] = first[-1]["outcome"]["interrupts"]
+    assert interrupt["subagentRunId"] == sid
+    assert interrupt["toolCallId"] == "call-1::inner", "the specialist's call, by the id the client saw"
 
     async def resumed() -> AsyncIterator[BaseEvent]:
         yield RunStartedEvent(thread_id=THREAD, run_id="r2")
@@ -214,7 +259,7 @@ async def test_interrupt_mid_delegation_suspends_and_resume_continues_the_same_i
         yield ToolCallResultEvent(message_id="res", tool_call_id="call-1", content="done")
         yield RunFinishedEvent(thread_id=THREAD, run_id="r2")
 
-    second = await collect(resumed(), state)
+    second = await collect(resumed(), route, run_id="r2")
     assert [e["subagentRunId"] for e in second if e["type"] == "SUBAGENT_STARTED"] == [sid]
     assert verify_thread([first, second]) == []
 
@@ -241,7 +286,7 @@ async def test_a_bridge_that_raises_still_ends_with_a_terminal_event() -> None:
         current_run().start("c", "research_specialist")
         raise TimeoutError("model did not answer")
 
-    events = await collect(raising(), error_code=lambda exc: "MODEL_TIMEOUT")
+    events = await collect(raising(), error_code="MODEL_TIMEOUT")
     assert events[-1] == {"type": "RUN_ERROR", "message": "model did not answer", "code": "MODEL_TIMEOUT"}
     assert verify_events(events) == []
 
@@ -291,7 +336,7 @@ async def test_disabled_keeps_specialist_content_but_no_lifecycle_or_attribution
 
 
 async def test_native_bridge_latches_stand_down_for_the_whole_route() -> None:
-    state = NativeLatch("/t")
+    route = pipeline()
 
     async def native_mid_delegation() -> AsyncIterator[BaseEvent]:
         yield RunStartedEvent(thread_id=THREAD, run_id=RUN)
@@ -308,15 +353,15 @@ async def test_native_bridge_latches_stand_down_for_the_whole_route() -> None:
         yield SubagentFinishedEvent(subagent_run_id="native-1")
         yield RunFinishedEvent(thread_id=THREAD, run_id=RUN)
 
-    first = await collect(native_mid_delegation(), state)
-    assert state.tripped
+    first = await collect(native_mid_delegation(), route)
+    assert route.latch.tripped
     assert verify_events(first) == []
     ours = [e for e in first if e.get("subagentRunId") == subagent_run_id_for("c")]
     assert [e["type"] for e in ours] == ["SUBAGENT_STARTED", "SUBAGENT_FINISHED"]
     assert "outcome" not in ours[1]  # closed neutrally
 
     # Every later run on the route injects nothing, from its first delegation on.
-    second = await collect(delegating_bridge("call-2"), state)
+    second = await collect(delegating_bridge("call-2"), route)
     assert not [e for e in second if e["type"].startswith("SUBAGENT_")]
 
 
@@ -332,10 +377,10 @@ async def test_consumer_that_stops_reading_closes_the_bridge() -> None:
         finally:
             closed.set()
 
-    stream = emit_subagents(endless(), NativeLatch("/t"), thread_id=THREAD, run_id=RUN)
-    await stream.__anext__()
-    await stream.aclose()
-    await asyncio.wait_for(closed.wait(), timeout=1)
+    events = stream(endless())
+    await anext(events)
+    await events.aclose()
+    await asyncio.wait_for(closed.wait(), timeout=5)
 
 
 async def test_cancelled_consumer_cancels_the_pending_bridge_step() -> None:
@@ -350,16 +395,18 @@ async def test_cancelled_consumer_cancels_the_pending_bridge_step() -> None:
             raise
         yield RunFinishedEvent(thread_id=THREAD, run_id=RUN)
 
+    started = asyncio.Event()
+
     async def consume() -> None:
-        async for _ in emit_subagents(hung(), NativeLatch("/t"), thread_id=THREAD, run_id=RUN):
-            pass
+        async for _ in stream(hung()):
+            started.set()
 
     task = asyncio.create_task(consume())
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(started.wait(), timeout=5)  # the run started: the bridge now waits forever
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await asyncio.wait_for(cancelled.wait(), timeout=1)
+    await asyncio.wait_for(cancelled.wait(), timeout=5)
 
 
 @pytest.mark.parametrize(

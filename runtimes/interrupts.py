@@ -1,0 +1,207 @@
+"""Strict top-level ``resume`` for bridges that have none of their own: one gate per route.
+
+Why: the protocol's human approval is a RUN_FINISHED whose outcome lists interrupts, answered by a
+new run on the same thread whose top-level ``resume`` addresses every open interrupt exactly once.
+ag-ui-strands and agent-framework-ag-ui enforce that themselves; other bridges read a resume in
+their own convention and check little. A runtime whose bridge lacks the rules puts this gate among
+its stages (outside any stage that turns the bridge's convention into the standard outcome) and
+translates the resume it lets through into its bridge's own shape.
+
+What the gate holds per thread, bounded (``max_threads``, the least recently used dropped first,
+threads waiting for an answer only after every other): the interrupts still open, the answer that
+settled the last ones (so a replay of it is recognised), and whether a run is in flight. A thread
+dropped while an answer was awaited is remembered (bounded too), so its late resume learns why.
+
+The answers, with their stable codes (docs/errors.md):
+
+===============================================================  ==============================
+request                                                          answer
+===============================================================  ==============================
+a second run on the thread while one is in flight                ``THREAD_BUSY``
+new input (no resume) while interrupts are open                  ``PENDING_INTERRUPTS``
+a resume naming an id that is not open (and never was)           ``UNKNOWN_INTERRUPT_ID``
+a resume naming an interrupt twice                               ``DUPLICATE_INTERRUPT_ID``
+a resume that leaves an open interrupt unanswered (or is empty)  ``PARTIAL_RESUME``
+a resolved answer whose payload the interrupt's schema refuses   ``INVALID_PAYLOAD``
+the settled answer sent again                                    ``RUN_FINISHED``, nothing runs
+a different answer to an interrupt already settled               ``INTERRUPT_ALREADY_ANSWERED``
+a resume for a thread the gate had to drop                       ``INTERRUPT_EXPIRED``
+===============================================================  ==============================
+
+A refusal is a complete run, RUN_STARTED then RUN_ERROR, and changes nothing: the open interrupts
+can still be answered. An accepted resume settles its interrupts before the bridge runs, so a
+run that then fails is never run twice by a retry of the same resume.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass, field
+
+import jsonschema
+from ag_ui.core import (
+    BaseEvent,
+    EventType,
+    Interrupt,
+    ResumeEntry,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+)
+
+from runtimes.base import HeldThreads
+
+THREAD_BUSY = "THREAD_BUSY"
+PENDING_INTERRUPTS = "PENDING_INTERRUPTS"
+UNKNOWN_INTERRUPT_ID = "UNKNOWN_INTERRUPT_ID"
+DUPLICATE_INTERRUPT_ID = "DUPLICATE_INTERRUPT_ID"
+PARTIAL_RESUME = "PARTIAL_RESUME"
+INVALID_PAYLOAD = "INVALID_PAYLOAD"
+INTERRUPT_ALREADY_ANSWERED = "INTERRUPT_ALREADY_ANSWERED"
+INTERRUPT_EXPIRED = "INTERRUPT_EXPIRED"
+
+APPROVAL_SCHEMA = {
+    "type": "object",
+    "properties": {"approved": {"type": "boolean"}},
+    "required": ["approved"],
+}
+"""The ``responseSchema`` of an approval interrupt: the answer says whether the call may run."""
+
+
+class Refused(Exception):
+    """A request the gate answers with RUN_ERROR ``code``."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Replayed(Exception):
+    """The settled answer sent again: the run finishes without running anything."""
+
+
+@dataclass
+class _Thread:
+    open: dict[str, Interrupt] = field(default_factory=dict)
+    settled: dict[str, str] = field(default_factory=dict)  # interrupt id -> its answer, canonical JSON
+    running: bool = False
+
+
+class InterruptGate:
+    """The open interrupts of every thread of one route, and the rules a resume must meet."""
+
+    def __init__(self, max_threads: int) -> None:
+        self._threads: OrderedDict[str, _Thread] = OrderedDict()
+        self._expired: OrderedDict[str, None] = OrderedDict()
+        self._max_threads = max_threads
+
+    async def stage(self, events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+        """The gate as a pipeline stage: refuse or replay before the bridge starts, record after."""
+        thread_id = run_input.thread_id
+        try:
+            thread = self.admit(run_input)
+        except (Refused, Replayed) as answer:
+            async with aclosing(events):  # never started: nothing of the bridge runs
+                pass
+            yield RunStartedEvent(thread_id=thread_id, run_id=run_input.run_id)
+            if isinstance(answer, Refused):
+                yield RunErrorEvent(message=str(answer), code=answer.code)
+            else:
+                yield RunFinishedEvent(thread_id=thread_id, run_id=run_input.run_id)
+            return
+        try:
+            async with aclosing(events):
+                async for event in events:
+                    if event.type == EventType.RUN_FINISHED:
+                        thread.open = {i.id: i for i in getattr(event.outcome, "interrupts", None) or []}
+                    yield event
+        finally:
+            thread.running = False
+            self._trim()
+
+    def admit(self, run_input: RunAgentInput) -> _Thread:
+        """Check one request against its thread; on success the thread is running (and the
+        resume's interrupts are settled). Raises :class:`Refused` or :class:`Replayed`."""
+        thread_id = run_input.thread_id
+        thread = self._threads.get(thread_id)
+        resume = run_input.resume
+        if thread is None:
+            if resume and thread_id in self._expired:
+                raise Refused(INTERRUPT_EXPIRED, "The approval this resume answers expired: the server had to drop it.")
+            if resume:
+                raise Refused(UNKNOWN_INTERRUPT_ID, "Nothing on this thread is waiting for an answer.")
+            thread = self._threads[thread_id] = _Thread()
+        self._threads.move_to_end(thread_id)
+        if thread.running:
+            raise Refused(THREAD_BUSY, "A run on this thread is still in flight; wait for it to finish.")
+        if not resume and not thread.open:
+            pass  # an ordinary run (an empty resume with nothing open is no resume)
+        elif resume is None:
+            raise Refused(
+                PENDING_INTERRUPTS,
+                f"{len(thread.open)} interrupt(s) on this thread wait for an answer: resume them first.",
+            )
+        else:
+            self._check_resume(thread, resume)
+            thread.settled = {entry.interrupt_id: _answer(entry) for entry in resume}
+            thread.open = {}
+        thread.running = True
+        return thread
+
+    def held_threads(self) -> HeldThreads:
+        return HeldThreads(
+            running=frozenset(t for t, thread in self._threads.items() if thread.running),
+            paused=frozenset(t for t, thread in self._threads.items() if thread.open),
+        )
+
+    def _check_resume(self, thread: _Thread, resume: list[ResumeEntry]) -> None:
+        ids = [entry.interrupt_id for entry in resume]
+        if not thread.open:
+            answers = {entry.interrupt_id: _answer(entry) for entry in resume}
+            if ids and answers == thread.settled:
+                raise Replayed()
+            if ids and set(ids) <= set(thread.settled):
+                raise Refused(INTERRUPT_ALREADY_ANSWERED, "These interrupts were already answered otherwise.")
+            raise Refused(UNKNOWN_INTERRUPT_ID, "Nothing on this thread is waiting for an answer.")
+        unknown = [i for i in ids if i not in thread.open]
+        if unknown:
+            raise Refused(UNKNOWN_INTERRUPT_ID, f"No open interrupt {unknown[0]!r} on this thread.")
+        if len(set(ids)) != len(ids):
+            raise Refused(DUPLICATE_INTERRUPT_ID, "The resume answers an interrupt more than once.")
+        missing = [i for i in thread.open if i not in ids]
+        if missing:
+            raise Refused(PARTIAL_RESUME, f"The resume must answer every open interrupt; {len(missing)} unanswered.")
+        for entry in resume:
+            schema = thread.open[entry.interrupt_id].response_schema
+            if entry.status == "resolved" and schema:
+                try:
+                    jsonschema.validate(entry.payload, schema)
+                except jsonschema.ValidationError as exc:
+                    raise Refused(INVALID_PAYLOAD, f"The answer to {entry.interrupt_id!r}: {exc.message}") from None
+
+    def _trim(self) -> None:
+        """Back to ``max_threads``: idle threads first, then those waiting for an answer (remembered
+        as expired); never a thread with a run in flight."""
+        excess = len(self._threads) - self._max_threads
+        for waiting in (False, True):
+            for thread_id, thread in list(self._threads.items()):
+                if excess <= 0:
+                    return
+                if thread.running or bool(thread.open) != waiting:
+                    continue
+                del self._threads[thread_id]
+                excess -= 1
+                if waiting:
+                    self._expired[thread_id] = None
+                    while len(self._expired) > 4 * self._max_threads:
+                        self._expired.popitem(last=False)
+
+
+def _answer(entry: ResumeEntry) -> str:
+    return json.dumps(
+        {"status": entry.status, "payload": entry.payload}, sort_keys=True, separators=(",", ":"), default=str
+    )
