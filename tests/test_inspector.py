@@ -390,11 +390,16 @@ def test_keyboard_labels_and_a_narrow_screen(page: object) -> None:
       .filter((el) => !(el.labels?.length || el.getAttribute('aria-label') || el.textContent.trim()))
       .map((el) => el.outerHTML)""")
     assert unlabelled == []
-    page.locator(".chip").first.focus()
+    page.locator("#message").focus()  # from here on, the keyboard alone
+    page.keyboard.type(PROMPTS["approval"])
     page.keyboard.press("Enter")
-    assert_clean(wait_runs(page, 1))
-    page.keyboard.press("Tab")  # focus moves on from the chip by keyboard alone
-    assert page.evaluate("document.activeElement.classList.contains('chip')")
+    wait_runs(page, 1)
+    page.locator(".card.approval").get_by_role("button", name="Approve").focus()
+    page.keyboard.press("Space")
+    assert_clean(wait_runs(page, 2))
+    page.locator("#message").focus()
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Send"
     page.set_viewport_size({"width": 390, "height": 844})
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     shot(page, "readme-narrow")
@@ -434,8 +439,10 @@ def test_a_ten_thousand_event_run_keeps_the_page_responsive(chromium: object, ro
         page = open_page(chromium, f"{url}/", problems)
         page.wait_for_function("!!window.inspector?.session")
         on_runtime(page, route)
+        # The time between painted frames while the run streams.
         page.evaluate("""() => { window.gaps = []; let last = performance.now();
-          const tick = (now) => { window.gaps.push(now - last); last = now; requestAnimationFrame(tick); };
+          const tick = (now) => { if (window.inspector.session.busy) window.gaps.push(now - last);
+            last = now; requestAnimationFrame(tick); };
           requestAnimationFrame(tick); }""")
         type_message(page, message)
         page.wait_for_function("window.inspector.session.events.length > 1000")
@@ -447,7 +454,10 @@ def test_a_ten_thousand_event_run_keeps_the_page_responsive(chromium: object, ro
         record = wait_runs(page, 1)
         assert len(record["events"]) > 10_000 and record["runs"][0]["error"] is None
         assert answered < 2.0, f"the filter took {answered:.2f} s to answer"  # ...answers promptly
-        assert page.evaluate("Math.max(...window.gaps)") < 1000, "a frame waited over a second"
+        # Most frames come on time; a shared two-core machine may stall the odd one, so the 95th
+        # percentile is bounded (a page that blocked while the burst lasts has a few frames, all long).
+        gaps = sorted(page.evaluate("window.gaps"))
+        assert len(gaps) > 20 and gaps[int(len(gaps) * 0.95)] < 250, f"frame gaps (ms): {gaps[-10:]}"
         page.select_option("#log-filter", "")
         assert page.locator("#log .row").count() < 100  # the log is virtualised
         page.locator("#log .row").last.click()

@@ -87,7 +87,12 @@ def _with_headers(send: Send, headers: dict[str, str]) -> Send:
 
     async def wrapped(message: Message) -> None:
         if message["type"] == "http.response.start":
-            MutableHeaders(scope=message).update(headers)
+            response = MutableHeaders(scope=message)
+            for name, value in headers.items():
+                if name == "vary":
+                    response.add_vary_header(value)  # keeps what CORS varies on (Origin)
+                else:
+                    response[name] = value
         await send(message)
 
     return wrapped

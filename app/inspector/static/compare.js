@@ -44,7 +44,6 @@ export class CompareView {
       if (kind === "done") {
         if (detail.error) conversation.failure(detail.error);
         conversation.interrupts(detail.interrupts);
-        root.dataset.done = String(!session.busy);
       }
       this.render();
     });

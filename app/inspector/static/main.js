@@ -26,6 +26,7 @@ function newSession() {
   conversation.clear();
   statePanel.reset();
   log.attach(session.events);
+  busy(false);
   $("thread-id").textContent = session.agent.threadId;
   $("bridge").textContent = `${runtime.title} · ${runtime.bridge_package} ${runtime.bridge_version}`;
   session.subscribe((kind, detail) => {
@@ -39,14 +40,19 @@ function newSession() {
     if (kind === "args") statePanel.args(detail);
     if (kind === "state") statePanel.show(detail);
     if (kind === "tool") conversation.toolAnswered(detail);
-    if (kind === "run") document.body.dataset.running = "true";
+    if (kind === "run") busy(true);
     if (kind === "done") {
       if (detail.error) conversation.failure(detail.error);
       conversation.interrupts(detail.interrupts);
-      document.body.dataset.running = String(session.busy);
-      document.body.dataset.runs = String(session.runs.length);
+      busy(session.busy);
     }
   });
+}
+
+/** While a run streams, the prompts wait (a thread takes one run at a time). */
+function busy(running) {
+  for (const button of document.querySelectorAll("#chips button, #composer button")) button.disabled = running;
+  $("conversation").setAttribute("aria-busy", String(running));
 }
 
 function chips(root, onPick) {
