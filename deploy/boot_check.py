@@ -80,6 +80,7 @@ def build_context(project: Path, dest: Path) -> None:
         if source.is_dir():
             shutil.copytree(source, dest / name, ignore=ignore)
         elif source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, dest / name)
         else:
             raise BootCheckError(f".dockerignore lets in {name!r}, which does not exist")

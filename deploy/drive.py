@@ -176,8 +176,24 @@ STEPS: tuple[tuple[str, Callable[[str, float], str]], ...] = (
 )
 
 
+PAGE_FILES: tuple[str, ...] = ("inspector/main.js", "inspector/vendor/ag-ui-client.js", "inspector/matrix.md")
+"""The inspector page's code, its bundled client, and the matrix its differences link to."""
+
+
+def check_page(base: str) -> str:
+    """A browser's ``GET /`` gets the inspector page, and the server serves the page's files."""
+    page = httpx.get(f"{base}/", headers={"accept": "text/html"}, timeout=10)
+    if page.status_code != 200 or "text/html" not in page.headers.get("content-type", ""):
+        raise StepFailed(f"GET / for a browser answered HTTP {page.status_code} {page.headers.get('content-type')}")
+    for path in PAGE_FILES:
+        response = httpx.get(f"{base}/{path}", timeout=10)
+        if response.status_code != 200 or not response.content:
+            raise StepFailed(f"/{path} answered HTTP {response.status_code}")
+    return f"page and {len(PAGE_FILES)} files served"
+
+
 def drive(base: str, *, run_timeout_s: float = 60) -> Report:
-    """``GET /``, then every step on every runtime route it lists."""
+    """``GET /``, the inspector page, then every step on every runtime route ``GET /`` lists."""
     report = Report()
     try:
         routes = list_routes(base)
@@ -185,6 +201,10 @@ def drive(base: str, *, run_timeout_s: float = 60) -> Report:
         report.failures.append(str(failure))
         return report
     report.passed.append(f"GET / lists {len(routes)} runtime routes: {', '.join(routes)}")
+    try:
+        report.passed.append(f"inspector page: {check_page(base)}")
+    except StepFailed as failure:
+        report.failures.append(f"inspector page: {failure}")
     for route in routes:
         for name, step in STEPS:
             try:
