@@ -63,6 +63,9 @@ class FakeBridge:
     def held_threads(self) -> HeldThreads:
         return HeldThreads()
 
+    def forget(self, thread_id: str) -> None:
+        pass
+
 
 def pipeline(*, enabled: bool = True, **bridge: object) -> RoutePipeline:
     fake = FakeBridge(**bridge)
