@@ -18,16 +18,19 @@ What it lacks is added here:
 The delegation dialect (``emitters.adk``) is a plugin of the ADK app (``agents``); the emitter core
 finds the run on its own.
 
-Private state of ag-ui-adk 0.7.1 read here: ``_active_executions`` (the background task of a
-thread's run, cancelled when its client leaves) and what ``sessions`` forgets with a thread, all
-checked at construction (``sessions.require_private``).
+Private parts of ag-ui-adk 0.7.1 used here: ``ADKAgent._start_background_execution`` (extended by
+:class:`RunScopedAgent` to hand the run the background task it starts, which the bridge leaves
+running when its consumer goes away) and what ``sessions`` forgets with a thread, all checked at
+construction (``sessions.require_private``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 from collections.abc import AsyncIterator
+from typing import Any
 
 from ag_ui.core import BaseEvent, RunAgentInput
 from ag_ui_adk import ADKAgent, PredictStateMapping
@@ -55,12 +58,33 @@ CONCURRENT_RUNS = 1024
 for an approval among them: room for that many runs at once beside every paused thread."""
 
 
+_EXECUTIONS: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("agui_adk_executions", default=None)
+"""The background executions the current run started (set by :meth:`AdkBridge.run`)."""
+
+
+class RunScopedAgent(ADKAgent):
+    """``ADKAgent`` that tells the run which background executions it started.
+
+    ag-ui-adk runs the ADK runner in a task of its own and forgets it when the run's stream is
+    closed, so a client that goes away leaves the model and the tools running to the end. The
+    override records each execution in the run's context the moment it exists (no await between the
+    task's creation and the record), so the run can cancel it however early the client leaves.
+    """
+
+    async def _start_background_execution(self, input: RunAgentInput, **kwargs: Any) -> Any:  # noqa: A002
+        execution = await super()._start_background_execution(input, **kwargs)
+        started = _EXECUTIONS.get()
+        if started is not None:
+            started.append(execution)
+        return execution
+
+
 def adk_agent(settings: RuntimeSettings, *, plugins: bool = True) -> tuple[ADKAgent, InMemorySessionService]:
     """The upstream bridge as the route configures it (``plugins=False``: without this project's
     plugins, for the bare benchmark), and the session service under it."""
     parent_model, specialist_model = models_for(settings)
     service = InMemorySessionService()
-    agent = ADKAgent.from_app(
+    agent = RunScopedAgent.from_app(
         agents.app(parent_model, specialist_model, agents.route_plugins() if plugins else []),
         user_id=USER_ID,
         session_manager=CountBoundedSessions(service),
@@ -100,21 +124,20 @@ class AdkBridge:
 
     async def run(self, run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
         thread_id = run_input.thread_id
-        key = self._threads.key(thread_id)
+        started: list[Any] = []
+        _EXECUTIONS.set(started)
         self._threads.started(thread_id)
         events = self._agent.run(interrupts.with_resumed_calls(run_input))
-        execution = None
         try:
             async for event in events:
-                execution = execution or self._agent._active_executions.get(key)
                 yield event
         finally:
-            execution = execution or self._agent._active_executions.get(key)  # before the bridge forgets it
             await events.aclose()
-            if execution is not None and not execution.task.done():  # the client left mid-run
-                execution.task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await execution.task
+            for execution in started:
+                if not execution.task.done():  # the client left mid-run
+                    execution.task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await execution.task
             await self._threads.ended(thread_id)
 
     def describe_error(self, exc: BaseException) -> ModelError | None:

@@ -11,7 +11,7 @@ shared with every runtime (``runtimes.model_errors``).
 
 A model failure anywhere ends the run: ADK raises a failed model call out of the agent, and out
 of an ``AgentTool`` into the parent's tool call, which the route lets fail the run
-(:class:`SpecialistFailures`).
+(:class:`SpecialistFailures`, which also decides what the parent hears of any other failure).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from contextlib import aclosing
 from typing import Any
 
 from ag_ui.core import BaseEvent, EventType, RunAgentInput
+from google.adk.agents.invocation_context import InvocationContext
+from google.adk.events import Event
 from google.adk.plugins import BasePlugin
 from google.adk.tools import BaseTool, ToolContext
 
@@ -59,14 +61,52 @@ async def name_model_errors(events: AsyncIterator[BaseEvent], run_input: RunAgen
             yield event
 
 
+_ASKED: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("agui_adk_specialist_asked", default=None)
+"""The tools the current delegation's specialist asked approval for (set per delegation call: ADK
+runs each tool call in its own task with a copied context)."""
+
+
 class SpecialistFailures(BasePlugin):
-    """What a failed delegation means for the parent: a model failure ends the run (ADK raises it on),
-    any other failure becomes the delegation's result, saying why, so the parent model can tell the
-    user. Registered after the subagent emitter's plugin, which has closed the subagent by then."""
+    """What a failed delegation means for the parent.
+
+    * A model failure ends the run (ADK raises it on).
+    * A specialist that asked for an approval gets a result that says so plainly: ``AgentTool``
+      discards the nested session, so the call can never be resumed (google-adk 2.13 answers the
+      parent with an error text naming the paused call's random id).
+    * Any other failure becomes the delegation's result, saying why, so the parent model can tell
+      the user.
+
+    Registered after the subagent emitter's plugin, which has closed the subagent by then.
+    """
 
     def __init__(self, delegation_tools: frozenset[str]) -> None:
         super().__init__(name="agui_specialist_failures")
         self._names = delegation_tools
+
+    async def before_tool_callback(
+        self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
+    ) -> dict[str, Any] | None:
+        if tool.name in self._names:
+            _ASKED.set(set())
+        return None
+
+    async def on_event_callback(self, *, invocation_context: InvocationContext, event: Event) -> Event | None:
+        asked, requested = _ASKED.get(), event.actions.requested_tool_confirmations
+        if asked is not None and requested:
+            responses = event.get_function_responses()
+            asked.update(response.name or "a tool" for response in responses if response.id in requested)
+        return None
+
+    async def after_tool_callback(
+        self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext, result: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        asked = _ASKED.get() if tool.name in self._names else None
+        if not asked:
+            return None
+        return {
+            "error": f"{tool.name} could not finish: it asked for approval to run {', '.join(sorted(asked))}, and an "
+            "agent used as a tool cannot carry an approval to you. Nothing was run; ask for that action directly."
+        }
 
     async def on_tool_error_callback(
         self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext, error: Exception

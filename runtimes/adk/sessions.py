@@ -16,7 +16,8 @@ the bound is this module's, and a loop task outliving every run is not wanted.
 Private state of ag-ui-adk 0.7.1 touched here, because the bridge offers no way to forget a
 thread: ``SessionManager._delete_session`` / ``_start_cleanup_task`` and the ``ADKAgent`` dicts
 keyed by ``(thread, user, app)`` in :data:`PER_THREAD`. :func:`require_private` fails the build at
-once if any of them is gone, so an upgrade that renames them breaks the boot and the suite, loudly.
+once if any of them is gone (or the bridge's ``_start_background_execution``, extended by
+``runtimes.adk.bridge``), so an upgrade that renames them breaks the boot and the suite, loudly.
 """
 
 from __future__ import annotations
@@ -111,7 +112,8 @@ class ThreadSessions:
 def require_private(agent: ADKAgent) -> None:
     """Fail now if ag-ui-adk no longer has the private state this route reads."""
     missing = [name for name in (*PER_THREAD, "_session_manager") if not hasattr(agent, name)]
-    hooks = ("_delete_session", "_start_cleanup_task")
-    missing += [f"SessionManager.{name}" for name in hooks if not hasattr(SessionManager, name)]
+    hooks = ((ADKAgent, "_start_background_execution"), (SessionManager, "_delete_session"))
+    hooks += ((SessionManager, "_start_cleanup_task"),)
+    missing += [f"{owner.__name__}.{name}" for owner, name in hooks if not hasattr(owner, name)]
     if missing:
         raise RuntimeError(f"ag-ui-adk changed: no {', '.join(missing)} (read by this route)")
