@@ -52,7 +52,26 @@ runtime = Runtime(
                 "nothing hangs and nothing runs.",
             ),
         ),
-        notes=(),
+        notes=(
+            "ag-ui-adk 0.7.1 reports ADK's tool confirmation (`require_confirmation`) as a long-running "
+            "`adk_request_confirmation` call plus a placeholder result for the gated call, and an interrupt whose "
+            "toolCallId is the confirmation call; `runtimes/adk/interrupts.py` turns it into the standard approval "
+            "(reason tool_call, toolCallId = the gated call, responseSchema) and keeps the placeholder result off the "
+            "wire. The `adk_request_confirmation` call itself stays on the wire, as the bridge sends it.",
+            "Two approvals answered in one resume: the bridge hands ADK one turn per message the answers are anchored "
+            "to, and ADK reads only the last turn, so the route puts every resumed confirmation call in one assistant "
+            "message; then both answers reach ADK together (approve one, reject the other works).",
+            "Predictive state: a PredictState CUSTOM event, then write_document's argument streamed as ADK "
+            "`partial_args` chunks (as Gemini 3 streams them), which the bridge follows under a call id of its own; "
+            "the document lands in state (STATE_DELTA, final STATE_SNAPSHOT) when the tool runs. From a real "
+            "OpenAI-compatible model the arguments arrive whole: the bridge follows one streamed call at a time.",
+            "`AgentTool` runs the specialist unary in a nested runner: its text arrives as one chunk per message. "
+            "`emitters/adk.py` (a runner plugin, which AgentTool hands to the nested runner) puts the specialist's "
+            "events on the wire live; the bridge emits no SUBAGENT_* events.",
+            "MESSAGES_SNAPSHOT is rebuilt from the ADK session with message ids of its own (not the client's); "
+            "STATE_SNAPSHOT carried the bridge's bookkeeping keys (`_ag_ui_*`, `pending_tool_calls`), which "
+            "`runtimes/adk/state.py` keeps off the wire.",
+        ),
     ),
 )
 """What ``app.registry`` mounts."""

@@ -75,6 +75,7 @@ class ScriptedLlm(BaseLlm):
             turn.user_text = _field_of(turn.user_text, self.input_field)
         step = self.step(turn)
         responses = self._streamed(step) if stream else [_final(step)]
+        responses[-1].usage_metadata = _usage(llm_request.contents, responses[-1])
         async for response in script.paced(responses, self.delay_s):
             yield response
 
@@ -124,6 +125,19 @@ def result_text(response: Any) -> str:
     if isinstance(response, dict) and set(response) == {"result"}:
         response = response["result"]
     return response if isinstance(response, str) else json.dumps(response, default=str)
+
+
+def _usage(contents: Sequence[types.Content], response: LlmResponse) -> types.GenerateContentResponseUsageMetadata:
+    """What the turn cost, counted in words (ADK's telemetry asks every model for it)."""
+
+    def words(content: types.Content | None) -> int:
+        parts = content.parts or [] if content is not None else []
+        return sum(len(part.model_dump_json(exclude_none=True).split()) for part in parts)
+
+    prompt, answer = sum(words(content) for content in contents), words(response.content)
+    return types.GenerateContentResponseUsageMetadata(
+        prompt_token_count=prompt, candidates_token_count=answer, total_token_count=prompt + answer
+    )
 
 
 def _call_id() -> str:
