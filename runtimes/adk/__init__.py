@@ -49,7 +49,9 @@ runtime = Runtime(
                 "discarded when the tool returns, so a call the specialist paused for confirmation can never be "
                 "resumed (ADK says so itself and answers the parent with an error text). The server ends the "
                 "subagent with SUBAGENT_ERROR code SUBAGENT_APPROVAL_UNSUPPORTED and the parent tells the user; "
-                "nothing hangs and nothing runs.",
+                "nothing hangs and nothing runs. ADK's pointer for pausable specialists is a sub-agent in "
+                "`mode='single_turn'` (run inline in the parent's session by ADK 2's node runtime), a different "
+                "delegation mechanism not used here; whether ag-ui-adk 0.7.1 carries a pause through it is unverified.",
             ),
         ),
         notes=(
