@@ -15,13 +15,20 @@ code                          when
 ============================  ==========================================================
 
 What is runtime-specific stays with the runtime: where the failure is caught and how its code
-reaches the RUN_ERROR (``runtimes/strands/errors.py``, ``runtimes/msaf/errors.py``).
+reaches the RUN_ERROR (``runtimes/strands/errors.py``, ``runtimes/msaf/errors.py``). A bridge that
+swallows the exception into a RUN_ERROR of its own can use the per-run record here: the model
+:func:`record`\s its failure, and the stage :func:`name_model_errors` puts the code on the RUN_ERROR.
 """
 
 from __future__ import annotations
 
+import contextvars
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+
 import httpx
 import openai
+from ag_ui.core import BaseEvent, EventType, RunAgentInput
 
 
 class ModelError(Exception):
@@ -69,3 +76,31 @@ def _name(error: BaseException) -> ModelError | None:
     if isinstance(error, httpx.TransportError):
         return ModelError("MODEL_ERROR", f"The connection to the model endpoint broke mid-answer ({error}).")
     return None
+
+
+_FAILURES: contextvars.ContextVar[list[ModelError] | None] = contextvars.ContextVar(
+    "agui_model_failures", default=None
+)
+
+
+def record(exc: BaseException) -> ModelError | None:
+    """Name a failed model call and remember it for the current run (None when the model is not
+    what failed). The record is the run's own once :func:`name_model_errors` has started."""
+    named = describe(exc)
+    failures = _FAILURES.get()
+    if named is not None and failures is not None:
+        failures.append(named)
+    return named
+
+
+async def name_model_errors(events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+    """A stage: give the run its own failure record (set before the bridge starts, in the run's own
+    context, which the bridge's tasks copy), then put the recorded failure's code and message on
+    the run's RUN_ERROR."""
+    _FAILURES.set([])
+    async with aclosing(events):
+        async for event in events:
+            failures = _FAILURES.get()
+            if event.type == EventType.RUN_ERROR and failures:
+                event = event.model_copy(update={"code": failures[-1].code, "message": str(failures[-1])})
+            yield event
