@@ -5,10 +5,11 @@ long-running calls, session state as STATE_DELTA/SNAPSHOT, predictive state, too
 as interrupts, MESSAGES_SNAPSHOT) and is used unchanged, called directly with the validated input.
 What it lacks is added here:
 
-* stages (``runtimes.base.Stage``), innermost first: ``errors.name_model_errors`` (a failed model
-  call's RUN_ERROR gets a ``MODEL_*`` code), ``state.without_bridge_state`` (the bridge's own
-  bookkeeping stays out of the client's state), ``interrupts.standard_interrupts`` (ADK's tool
-  confirmation as the protocol's standard approval), the shared interrupt gate
+* stages (``runtimes.base.Stage``), innermost first: ``model_errors.name_model_errors`` (a failed
+  model call's RUN_ERROR gets a ``MODEL_*`` code: ``runtimes.adk.errors`` says why),
+  ``state.without_bridge_state`` (the bridge's own bookkeeping stays out of the client's state),
+  ``interrupts.standard_interrupts`` (ADK's tool confirmation as the protocol's standard approval),
+  the shared interrupt gate
   (``runtimes.interrupts``: strict top-level ``resume``, outside the translation, since the bridge
   checks little of it itself), and the dialect's ``parent_calls_on_wire`` (``emitters.adk``);
 * :meth:`AdkBridge.run`: an accepted resume reaches the bridge as ADK needs it
@@ -37,14 +38,14 @@ from ag_ui_adk import ADKAgent, PredictStateMapping
 from google.adk.sessions import InMemorySessionService
 
 from emitters import adk as dialect
-from runtimes.adk import agents, errors, interrupts
+from runtimes.adk import agents, interrupts
 from runtimes.adk.model import models_for
 from runtimes.adk.sessions import CountBoundedSessions, ThreadSessions, require_private
 from runtimes.adk.state import without_bridge_state
 from runtimes.base import HeldThreads, Stage
 from runtimes.config import RuntimeSettings
 from runtimes.interrupts import InterruptGate
-from runtimes.model_errors import ModelError, describe
+from runtimes.model_errors import ModelError, describe, name_model_errors
 from runtimes.script import WRITE_DOCUMENT
 
 USER_ID = "agui"
@@ -115,7 +116,7 @@ class AdkBridge:
             paused=lambda: self._gate.held_threads().paused,
         )
         self.stages: tuple[Stage, ...] = (
-            errors.name_model_errors,
+            name_model_errors,
             without_bridge_state,
             interrupts.standard_interrupts,
             self._gate.stage,

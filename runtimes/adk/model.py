@@ -22,32 +22,16 @@ import uuid
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
+from ag_ui_adk.client_proxy_tool import ClientProxyTool
 from google.adk.integrations.openai import OpenAILlm
 from google.adk.models import BaseLlm, LlmRequest, LlmResponse
 from google.adk.models._capabilities import LlmCapabilities
 from google.genai import types
 from openai import AsyncOpenAI
 
-from runtimes import script
-from runtimes.adk import errors
+from runtimes import model_errors, script
 from runtimes.config import RuntimeSettings
-from runtimes.script import (
-    DELETE_FILE,
-    GET_WEATHER,
-    LOOKUP_FACT,
-    RESEARCH_SPECIALIST,
-    UPDATE_RECIPE,
-    WRITE_DOCUMENT,
-    CallTools,
-    Reply,
-    Step,
-    ToolCall,
-    Turn,
-    chunk_text,
-)
-
-BACKEND_TOOLS = frozenset({GET_WEATHER, DELETE_FILE, UPDATE_RECIPE, WRITE_DOCUMENT, RESEARCH_SPECIALIST, LOOKUP_FACT})
-"""Tools this server runs; any other tool a model is offered was declared by the client."""
+from runtimes.script import WRITE_DOCUMENT, CallTools, Reply, Step, ToolCall, Turn, chunk_text
 
 ScriptStep = Callable[[Turn], Step]
 
@@ -69,7 +53,8 @@ class ScriptedLlm(BaseLlm):
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
     ) -> AsyncGenerator[LlmResponse, None]:
-        offered = [name for name in llm_request.tools_dict if name not in BACKEND_TOOLS]
+        # the client's tools: ag-ui-adk offers each one as a ClientProxyTool
+        offered = [name for name, tool in llm_request.tools_dict.items() if isinstance(tool, ClientProxyTool)]
         turn = turn_from_contents(llm_request.contents, frontend_tools=offered)
         if self.input_field:
             turn.user_text = _field_of(turn.user_text, self.input_field)
@@ -195,7 +180,7 @@ class StreamingOpenAILlm(OpenAILlm):
     * Drops the partial function-call chunks (``partial_args``) ``OpenAILlm`` yields while a call's
       arguments stream: ag-ui-adk 0.7.1 follows only one such call at a time, under an id of its own
       (the scripted model streams arguments only where that holds).
-    * Records a failed call for the run (``errors.record``), so its RUN_ERROR gets a ``MODEL_*`` code.
+    * Records a failed call for the run (``model_errors.record``), so its RUN_ERROR gets a ``MODEL_*`` code.
     """
 
     async def generate_content_async(
@@ -207,7 +192,7 @@ class StreamingOpenAILlm(OpenAILlm):
                     continue
                 yield response
         except Exception as exc:
-            named = errors.record(exc)
+            named = model_errors.record(exc)
             if named is None:
                 raise
             raise named from exc
