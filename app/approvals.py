@@ -9,7 +9,8 @@ if they had never existed. So, one ledger per route, in front of every runtime:
 * one run may park at most ``max_per_run`` approvals of at most ``max_bytes`` (as JSON), or it
   ends with RUN_ERROR ``APPROVAL_TOO_LARGE`` instead of parking;
 * at most ``max_parked`` threads wait at once. Parking one more evicts the thread that has waited
-  longest, if it has waited at least ``min_age_s``; otherwise the new one is refused with RUN_ERROR
+  longest, if it has waited at least ``min_age_s`` and no run of it is in flight (its resume may
+  be on its way through); otherwise the new one is refused with RUN_ERROR
   ``APPROVAL_CAPACITY`` (the flood waits, not the people already waiting);
 * an evicted thread is remembered (bounded), and its late resume gets RUN_ERROR
   ``INTERRUPT_EXPIRED``, saying why.
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ class ApprovalLedger:
         self._forget = forget
         self._parked: OrderedDict[str, float] = OrderedDict()  # thread -> parked at, the longest waiting first
         self._expired: OrderedDict[str, None] = OrderedDict()
+        self._answering: Counter[str] = Counter()  # runs in flight per thread: one may be a resume answering it
 
     async def stage(self, events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
         """The ledger as a pipeline stage: refuse a late resume, then decide what a run may park."""
@@ -68,11 +70,17 @@ class ApprovalLedger:
                 code=INTERRUPT_EXPIRED,
             )
             return
-        async with aclosing(events):
-            async for event in events:
-                if event.type == EventType.RUN_FINISHED:
-                    event = self._settle(thread_id, event)
-                yield event
+        self._answering[thread_id] += 1
+        try:
+            async with aclosing(events):
+                async for event in events:
+                    if event.type == EventType.RUN_FINISHED:
+                        event = self._settle(thread_id, event)
+                    yield event
+        finally:
+            self._answering[thread_id] -= 1
+            if not self._answering[thread_id]:
+                del self._answering[thread_id]
 
     def _settle(self, thread_id: str, finished: BaseEvent) -> BaseEvent:
         """What a run's RUN_FINISHED may be: parked, or refused (then nothing stays held)."""
@@ -90,8 +98,10 @@ class ApprovalLedger:
                 code=APPROVAL_TOO_LARGE,
             )
         if len(self._parked) >= self._limits.max_parked:
-            oldest, parked_at = next(iter(self._parked.items()))
-            if time.monotonic() - parked_at < self._limits.min_age_s:
+            oldest, parked_at = next(
+                ((t, at) for t, at in self._parked.items() if t not in self._answering), (None, time.monotonic())
+            )
+            if oldest is None or time.monotonic() - parked_at < self._limits.min_age_s:
                 self._forget(thread_id)
                 return RunErrorEvent(
                     message="The server holds as many waiting approvals as it may; nothing was run. Try again later.",

@@ -6,10 +6,13 @@ longest waiting one is evicted once it is old enough; its late resume is told it
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from ag_ui.core import BaseEvent, EventType, RunAgentInput, RunFinishedEvent, RunStartedEvent
+from ag_ui.core.events import Interrupt, RunFinishedInterruptOutcome
 
+from app.approvals import ApprovalLedger, ApprovalLimits
 from app.config import Settings
 from tests.wire import ROUTES, Run, Server, arun, run_input, serve
 from verifier import verify_events, verify_thread
@@ -82,3 +85,41 @@ def test_a_run_that_would_park_too_much_parks_nothing(route: str, limits: dict, 
         body, run = ask(server, route, message)
         assert run.terminal["type"] == "RUN_ERROR" and run.terminal["code"] == "APPROVAL_TOO_LARGE"
         assert body["threadId"] not in waiting(server, route)
+
+
+def test_an_approval_being_answered_is_not_evicted() -> None:
+    """The ledger alone, stepped by hand: while a resume of the longest waiting thread is in flight,
+    parking another approval is refused (evicting it would drop what the resume is answering)."""
+    limits = ApprovalLimits(max_parked=1, min_age_s=0, max_per_run=16, max_bytes=65536)
+    forgotten: list[str] = []
+    ledger = ApprovalLedger(limits, forgotten.append)
+
+    def parks(thread_id: str) -> AsyncIterator[BaseEvent]:
+        return _events(thread_id, [Interrupt(id=f"{thread_id}-approval", reason="tool_call")])
+
+    async def scenario() -> None:
+        [_, parked] = [event async for event in ledger.stage(parks("mine"), run_input_for("mine"))]
+        assert parked.type == EventType.RUN_FINISHED
+        answer = ledger.stage(_events("mine", []), run_input_for("mine", resume=True))
+        assert (await anext(answer)).type == EventType.RUN_STARTED  # the resume is in flight
+        [_, refused] = [event async for event in ledger.stage(parks("flood"), run_input_for("flood"))]
+        assert refused.type == EventType.RUN_ERROR and refused.code == "APPROVAL_CAPACITY"
+        assert forgotten == ["flood"]
+        assert [event.type async for event in answer] == [EventType.RUN_FINISHED]
+        [_, later] = [event async for event in ledger.stage(parks("later"), run_input_for("later"))]
+        assert later.type == EventType.RUN_FINISHED and forgotten == ["flood"]  # "mine" was answered
+
+    asyncio.run(scenario())
+
+
+async def _events(thread_id: str, interrupts: list[Interrupt]) -> AsyncIterator[BaseEvent]:
+    yield RunStartedEvent(thread_id=thread_id, run_id="run")
+    outcome = RunFinishedInterruptOutcome(interrupts=interrupts) if interrupts else None
+    yield RunFinishedEvent(thread_id=thread_id, run_id="run", outcome=outcome)
+
+
+def run_input_for(thread_id: str, *, resume: bool = False) -> RunAgentInput:
+    body = run_input("delete it.txt", thread_id=thread_id)
+    if resume:
+        body["resume"] = [{"interruptId": f"{thread_id}-approval", "status": "resolved", "payload": {"approved": True}}]
+    return RunAgentInput.model_validate(body)

@@ -85,9 +85,7 @@ async def test_every_snapshot_is_a_merge_into_the_state_so_far() -> None:
         StateSnapshotEvent(snapshot={"keep": 1, "recipe": {"title": "Soup"}}),
     )
     run_input_ = RunAgentInput.model_validate(run_input("hi"))
-    snapshots = [
-        e.snapshot async for e in complete_snapshots(bridge, run_input_) if e.type == EventType.STATE_SNAPSHOT
-    ]
+    snapshots = [e.snapshot async for e in complete_snapshots(bridge, run_input_) if e.type == EventType.STATE_SNAPSHOT]
     assert snapshots == [{"keep": 1, "recipe": None}] + [{"keep": 1, "recipe": {"title": "Soup"}}] * 2
 
 

@@ -6,8 +6,8 @@ applies to its stream:
 
 * ``complete_snapshots`` (``state``): every STATE_SNAPSHOT carries the whole state, not only the
   keys one tool hook returned;
-* ``name_model_errors`` (``errors``): a failed model call's RUN_ERROR gets a ``MODEL_*`` code
-  instead of the bridge's ``STRANDS_FORCE_STOP``;
+* ``name_model_errors`` (``runtimes.model_errors``; ``errors`` says why): a failed model call's
+  RUN_ERROR gets a ``MODEL_*`` code instead of the bridge's ``STRANDS_FORCE_STOP``;
 * ``_trim_after``: the bounded per-thread agent cache (``cache``) comes back to its size when a run
   ends (under load every thread is pinned by its run while it runs);
 * ``close_abandoned_specialists`` (``agents``): a cancelled run's specialist streams are closed,
@@ -35,11 +35,11 @@ from ag_ui_strands import PredictStateMapping, StrandsAgent, StrandsAgentConfig,
 from ag_ui_strands.config import ToolCallContext, ToolResultContext
 
 from emitters import strands as dialect
+from runtimes import model_errors
 from runtimes.base import HeldThreads, Stage
 from runtimes.config import RuntimeSettings
 from runtimes.model_errors import ModelError, describe
 from runtimes.script import DELETE_FILE, RESEARCH_SPECIALIST, UPDATE_RECIPE, WRITE_DOCUMENT
-from runtimes.strands import errors
 from runtimes.strands.agents import APPROVAL, SUBAGENT_DESCRIPTION, close_abandoned_specialists, parent_template
 from runtimes.strands.cache import ThreadAgentCache
 from runtimes.strands.model import models_for
@@ -74,7 +74,7 @@ class StrandsBridge:
             config=StrandsAgentConfig(tool_behaviors=tool_behaviors()),
             hooks=[
                 dialect.SpecialistOutcomeHook(
-                    frozenset({RESEARCH_SPECIALIST}), failure_code=errors.recorded_failure_code
+                    frozenset({RESEARCH_SPECIALIST}), failure_code=lambda: getattr(model_errors.failure(), "code", None)
                 )
             ],
             agents_by_thread=self._thread_cache,
@@ -84,7 +84,7 @@ class StrandsBridge:
         self.stages: tuple[Stage, ...] = (
             close_abandoned_specialists,
             complete_snapshots,
-            errors.name_model_errors,
+            model_errors.name_model_errors,
             self._trim_after,
         )
 
