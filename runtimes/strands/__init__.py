@@ -14,7 +14,7 @@ from store import Store
 def _build(settings: RuntimeSettings, store: Store) -> Bridge:
     from runtimes.strands.bridge import StrandsBridge
 
-    return StrandsBridge(settings)
+    return StrandsBridge(settings, store, runtime.route)
 
 
 runtime = Runtime(
