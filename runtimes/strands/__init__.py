@@ -60,8 +60,8 @@ runtime = Runtime(
             "(`runtimes/strands/sessions.py`: `RepositorySessionManager` through the bridge's "
             "`session_manager_provider`, one Redis hash per thread): read before each run, written before each "
             "event goes on, so any replica resumes any thread and none goes on from a copy of its own. It expires "
-            "7 days after its last write while an approval waits, 1 day otherwise; the approval ledger's "
-            "eviction deletes it.",
+            "7 days after its last write while an approval waits, 1 day otherwise; when the approval ledger "
+            "drops the thread (an eviction, or an approval it refuses to park), it is deleted.",
             "With shared state the conversation is the server's: over a session, ag-ui-strands 0.4.1 gives the "
             "model the session's history and only the newest user message (and frontend tool results) from the "
             "request, instead of rebuilding the history from `messages`. Edits to earlier messages are not "
