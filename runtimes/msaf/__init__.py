@@ -14,7 +14,7 @@ from store import Store
 def _build(settings: RuntimeSettings, store: Store) -> Bridge:
     from runtimes.msaf.bridge import MsafBridge
 
-    return MsafBridge(settings)
+    return MsafBridge(settings, store, runtime.route)
 
 
 MIXED_APPROVALS = (
