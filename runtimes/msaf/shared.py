@@ -22,11 +22,12 @@ written again at the end. A run that never ends (its replica killed, the engine 
 leaves no pending approval behind: a retry is answered ``APPROVAL_RESUME_NOT_FOUND``, as after a
 restart of a single process, and the approved tool never runs a second time.
 
-Key ``agui:<route>:approvals:<thread>``, one JSON value (about 1 KB per approval): kept
-``PAUSED_TTL_S`` (7 days, upstream's retention of an approval that may have run without a result;
-a pending one expires after upstream's own 24 hours, as in memory) while something waits, else
-``SETTLED_TTL_S`` (the 5 minutes a settled result is kept for a replay). A thread that never asked
-for an approval has no record, and its runs write nothing.
+Key ``agui:<route>:approvals:<thread>``, one JSON value (about 1.5 KB per waiting approval, 2.5 KB
+per settled one), kept ``PAUSED_TTL_S`` while something waits (7 days: upstream's retention of an
+approval that may have run without a result; a pending one expires after upstream's own 24 hours,
+as in memory; the app's ledger keeps a parked one at least ``AGUI_APPROVAL_MIN_AGE_S``, 600 s by
+default), else ``SETTLED_TTL_S`` (the 5 minutes a settled result is kept for a replay). A thread
+that never asked for an approval has no record, and its runs write nothing (one read each).
 """
 
 from __future__ import annotations
