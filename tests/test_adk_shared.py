@@ -7,6 +7,9 @@
   (ag-ui-adk marks the messages it has processed per process: no turn is replayed, none is lost);
 * the approval ledger of a replica that never served a thread drops the thread's ADK session from
   the engine; a waiting thread's session is kept far longer than an idle one's;
+* the engine's session service answers as ADK's own ``InMemorySessionService`` (state scopes,
+  ``temp:`` keys, a re-delivered event, ``GetSessionConfig``, missing and existing sessions), with
+  and without a run's record;
 * an engine that stops answering, or is gone, ends the run with ``STATE_UNAVAILABLE`` within the
   client's timeouts (ag-ui-adk logs many session failures and goes on), and once it is back the
   route works again; between runs the process keeps nothing of any thread.
@@ -14,17 +17,25 @@
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Iterator
 
 import pytest
 import redis
 from ag_ui.core import RunAgentInput
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events import Event, EventActions
+from google.adk.sessions import BaseSessionService, InMemorySessionService
+from google.adk.sessions.base_session_service import GetSessionConfig
+from google.genai import types
 
 from app.config import Settings
 from app.pipeline import RoutePipeline
 from runtimes.adk import runtime
-from runtimes.adk.shared import IDLE_TTL_S, PAUSED_TTL_S
+from runtimes.adk.redis_sessions import watch
+from runtimes.adk.shared import IDLE_TTL_S, PAUSED_TTL_S, engine_sessions
 from store import MemoryStore
 from tests.engine import RedisServer, redis_server
 from tests.processes import served
@@ -178,3 +189,47 @@ async def test_an_engine_failure_ends_the_run_with_state_unavailable_and_the_rou
     assert after[-1]["type"] == "RUN_FINISHED"
     assert held.running == held.cached == frozenset() and held.paused == {"before"}
     assert manager.get_session_count() == 0, "the process tracks no session between runs"
+
+
+def event(number: int, **delta: object) -> Event:
+    """User event ``number`` (the same id and time each time), setting ``delta`` in the state."""
+    content = types.Content(role="user", parts=[types.Part(text=f"message {number}")])
+    return Event(
+        id=f"event-{number}",
+        timestamp=1_800_000_000.0 + number,
+        author="user",
+        invocation_id="i",
+        content=content,
+        actions=EventActions(state_delta=delta),
+    )
+
+
+async def exercise(service: BaseSessionService, app: str) -> list[object]:
+    """What ADK sees of a session service through one thread's life in a new ``app``: every answer, in order."""
+    seen: list[object] = []
+    created = await service.create_session(
+        app_name=app, user_id="u", session_id="thread:1", state={"keep": 1, "app:shared": 2, "temp:gone": 3}
+    )
+    seen.append(copy.deepcopy(created.state))
+    with pytest.raises(AlreadyExistsError):
+        await service.create_session(app_name=app, user_id="u", session_id="thread:1")
+    first, second = event(1, recipe={"title": "Soup"}), event(2, **{"user:name": "Ana", "temp:scratch": 1})
+    for each in (first, first, second):  # the first one delivered twice: stored once
+        await service.append_event(created, each)
+        seen.append((copy.deepcopy(created.state), [e.id for e in created.events], created.last_update_time))
+    for config in (None, GetSessionConfig(num_recent_events=1), GetSessionConfig(after_timestamp=second.timestamp)):
+        session = await service.get_session(app_name=app, user_id="u", session_id="thread:1", config=config)
+        seen.append((session.state, [e.model_dump() for e in session.events], session.last_update_time))
+    await service.delete_session(app_name=app, user_id="u", session_id="thread:1")
+    seen.append(await service.get_session(app_name=app, user_id="u", session_id="thread:1"))
+    with pytest.raises(SessionNotFoundError):
+        await service.append_event(created, event(3))
+    return seen
+
+
+@pytest.mark.parametrize("in_a_run", [False, True], ids=["outside a run", "within a run"])
+async def test_engine_sessions_answer_as_adk_own_in_memory_service(engine: str, in_a_run: bool) -> None:
+    if in_a_run:
+        watch()
+    app = run_input()["runId"]  # an app of its own: app and user state outlive a session
+    assert await exercise(engine_sessions(engine), app) == await exercise(InMemorySessionService(), app)

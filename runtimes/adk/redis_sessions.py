@@ -35,19 +35,30 @@ Every write gives the session's keys ``ttl_s`` (a thread nobody runs expires); :
 them another (a thread waiting for an approval waits longer). App and user state, shared by every
 session, live as long as the longest of them.
 
+One run reads its thread's session a dozen times or more (ag-ui-adk and ADK's runner each fetch it
+afresh for every step). Within a run (:func:`watch`), the first read loads the session from the
+engine and the run's later reads are copies of it with every write of the run applied, as
+``InMemorySessionService`` serves them; writes still go to the engine first, each on its own. That
+copy is never stale: the run holds the thread's lease (``app.runs``), so nothing else writes the
+session meanwhile, and it goes with the run (the next run, here or on any replica, loads afresh).
+The exception is app and user state, which other sessions may change during the run: a run sees
+them as they were when it first read its session (this route uses neither).
+
 Failures: the client has socket timeouts and no retries (as ``store.engine``), so an engine that is
 down or silent raises ``store.StoreUnavailable`` within ``timeout_s``. ag-ui-adk swallows many of its
 session calls' exceptions (it logs them and goes on), so each failure is also recorded for the run
-(:func:`watch`, :func:`failure`): the route ends a run whose engine failed with ``STATE_UNAVAILABLE``,
-whatever the bridge made of it.
+(:func:`failure`): the route ends a run whose engine failed with ``STATE_UNAVAILABLE``, whatever the
+bridge made of it.
 """
 
 from __future__ import annotations
 
 import contextvars
+import copy
 import hashlib
 import json
 from collections.abc import Awaitable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -113,29 +124,40 @@ return 1
 )
 _MISSING = -1
 
-_FAILURES: contextvars.ContextVar[list[StoreUnavailable] | None] = contextvars.ContextVar(
-    "agui_adk_engine_failures", default=None
-)
+SessionKey = tuple[str, str, str]
+"""(app, user, session id)."""
+
+
+@dataclass
+class _Run:
+    """What the service keeps for one run: the engine's failures, and the sessions the run has read
+    (as stored, with every write of the run applied: under the thread's lease no one else writes them)."""
+
+    failures: list[StoreUnavailable] = field(default_factory=list)
+    sessions: dict[SessionKey, Session] = field(default_factory=dict)
+
+
+_RUN: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("agui_adk_sessions_run", default=None)
 
 
 def watch() -> None:
-    """Give the current run its own record of engine failures (before the bridge starts its tasks,
-    which copy the run's context)."""
-    _FAILURES.set([])
+    """Give the current run its own record (before the bridge starts its tasks, which copy the
+    run's context): its sessions are read from the engine afresh."""
+    _RUN.set(_Run())
 
 
 def _recorded(unavailable: StoreUnavailable) -> StoreUnavailable:
     """``unavailable``, recorded for the current run."""
-    failures = _FAILURES.get()
-    if failures is not None:
-        failures.append(unavailable)
+    run = _RUN.get()
+    if run is not None:
+        run.failures.append(unavailable)
     return unavailable
 
 
 def failure() -> StoreUnavailable | None:
     """The first engine failure of the current run, if any."""
-    failures = _FAILURES.get()
-    return failures[0] if failures else None
+    run = _RUN.get()
+    return run.failures[0] if run is not None and run.failures else None
 
 
 class RedisSessions(BaseSessionService):
@@ -181,7 +203,58 @@ class RedisSessions(BaseSessionService):
         session_id: str,
         config: GetSessionConfig | None = None,
     ) -> Session | None:
-        session_id = session_id.strip() if session_id else session_id
+        key = (app_name, user_id, session_id.strip() if session_id else session_id)
+        run = _RUN.get()
+        if run is None or key not in run.sessions:
+            loaded = await self._load(*key)
+            if loaded is None or run is None:
+                return None if loaded is None else _recent(loaded, config)
+            run.sessions[key] = loaded
+        return copy.deepcopy(_recent(run.sessions[key], config))  # as InMemorySessionService: the caller's own
+
+    async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
+        raise NotImplementedError("RedisSessions does not list sessions: a thread's session is at the thread's id")
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        session_id = session_id.strip()
+        meta, state, events, ids, _, _ = self._keys(app_name, user_id, session_id)
+        await self._engine(self._redis.delete(meta, state, events, ids))
+        if (run := _RUN.get()) is not None:
+            run.sessions.pop((app_name, user_id, session_id), None)
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        if event.partial:
+            return event
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        as_json = event.model_dump_json(exclude_none=True)
+        digest = hashlib.blake2b(as_json.encode(), digest_size=16).hexdigest()
+        deltas = session_util.extract_json_safe_state_delta(event.actions.state_delta if event.actions else {})
+        keys = self._keys(session.app_name, session.user_id, session.id)
+        args = [event.timestamp, self._ttl_ms, self._longest_ms, event.id, digest, as_json, *_writes(deltas)]
+        appended = await self._engine(self._append(keys=keys, args=args))
+        if appended == _MISSING:
+            raise SessionNotFoundError(f"Session {session.id} not found.")
+        if not appended:  # an equal re-delivery: already stored and applied
+            return event
+        run = _RUN.get()
+        stored = run.sessions.get((session.app_name, session.user_id, session.id)) if run is not None else None
+        targets = [session] if stored is None or stored is session else [session, stored]  # the run's copy too
+        for target in targets:
+            target.last_update_time = event.timestamp
+            self._commit_event_to_session(target, event)
+        return event
+
+    async def keep(self, *, app_name: str, user_id: str, session_id: str, ttl_s: float) -> None:
+        """Give the session's keys ``ttl_s`` from now (none is created)."""
+        ttl_ms = _ms(ttl_s)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            for key in self._keys(app_name, user_id, session_id)[:4]:
+                pipe.pexpire(key, ttl_ms)
+            await self._engine(pipe.execute())
+
+    async def _load(self, app_name: str, user_id: str, session_id: str) -> Session | None:
+        """The session as the engine holds it, or None."""
         meta, state, events, _, app, user = self._keys(app_name, user_id, session_id)
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.get(meta).hgetall(state).lrange(events, 0, -1).hgetall(app).hgetall(user)
@@ -196,42 +269,9 @@ class RedisSessions(BaseSessionService):
             user_id=user_id,
             id=session_id,
             state=merged,
-            events=_recent([Event.model_validate_json(raw) for raw in raw_events], config),
+            events=[Event.model_validate_json(raw) for raw in raw_events],
             last_update_time=float(updated),
         )
-
-    async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
-        raise NotImplementedError("RedisSessions does not list sessions: a thread's session is at the thread's id")
-
-    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
-        meta, state, events, ids, _, _ = self._keys(app_name, user_id, session_id.strip())
-        await self._engine(self._redis.delete(meta, state, events, ids))
-
-    async def append_event(self, session: Session, event: Event) -> Event:
-        if event.partial:
-            return event
-        self._apply_temp_state(session, event)
-        event = self._trim_temp_delta_state(event)
-        stored = event.model_dump_json(exclude_none=True)
-        digest = hashlib.blake2b(stored.encode(), digest_size=16).hexdigest()
-        deltas = session_util.extract_json_safe_state_delta(event.actions.state_delta if event.actions else {})
-        keys = self._keys(session.app_name, session.user_id, session.id)
-        args = [event.timestamp, self._ttl_ms, self._longest_ms, event.id, digest, stored, *_writes(deltas)]
-        appended = await self._engine(self._append(keys=keys, args=args))
-        if appended == _MISSING:
-            raise SessionNotFoundError(f"Session {session.id} not found.")
-        if not appended:  # an equal re-delivery: already stored and applied
-            return event
-        session.last_update_time = event.timestamp
-        return self._commit_event_to_session(session, event)
-
-    async def keep(self, *, app_name: str, user_id: str, session_id: str, ttl_s: float) -> None:
-        """Give the session's keys ``ttl_s`` from now (none is created)."""
-        ttl_ms = _ms(ttl_s)
-        async with self._redis.pipeline(transaction=True) as pipe:
-            for key in self._keys(app_name, user_id, session_id)[:4]:
-                pipe.pexpire(key, ttl_ms)
-            await self._engine(pipe.execute())
 
     async def _require(self, app_name: str, user_id: str, session_id: str) -> Session:
         session = await self.get_session(app_name=app_name, user_id=user_id, session_id=session_id)
@@ -266,15 +306,16 @@ def _writes(deltas: dict[str, dict[str, Any]]) -> list[Any]:
     return args
 
 
-def _recent(events: list[Event], config: GetSessionConfig | None) -> list[Event]:
-    """``events`` as ``GetSessionConfig`` filters them (as ``InMemorySessionService`` does)."""
+def _recent(session: Session, config: GetSessionConfig | None) -> Session:
+    """``session`` with its events as ``GetSessionConfig`` filters them (as ``InMemorySessionService`` does)."""
     if config is None:
-        return events
+        return session
+    events = session.events
     if config.num_recent_events is not None:
         events = events[-config.num_recent_events :] if config.num_recent_events else []
     if config.after_timestamp is not None:
         events = [event for event in events if event.timestamp >= config.after_timestamp]
-    return events
+    return session.model_copy(update={"events": events})
 
 
 def _ms(seconds: float) -> int:
