@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from runtimes.base import Runtime
 from runtimes.msaf import runtime as msaf
+from runtimes.pydantic_ai import runtime as pydantic_ai
 from runtimes.strands import runtime as strands
 
-RUNTIMES: tuple[Runtime, ...] = (strands, msaf)
+RUNTIMES: tuple[Runtime, ...] = (strands, msaf, pydantic_ai)
