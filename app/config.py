@@ -13,6 +13,7 @@ from typing import Annotated
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode
 
+from app.guard import Limits
 from runtimes.config import RuntimeSettings
 
 
@@ -27,12 +28,38 @@ class Settings(RuntimeSettings):
     )
     agui_keepalive_s: float = Field(default=15.0, gt=0, description="SSE keepalive comment after this silence.")
 
-    # --- limits and security -----------------------------------------------------------
+    # --- what one request may cost (app/guard.py; docs/errors.md) ---------------------------
     agui_max_body_bytes: int = Field(default=1_000_000, gt=0, description="Larger request bodies get 413.")
+    agui_body_timeout_s: float = Field(default=30.0, gt=0, description="A body still arriving after this gets 408.")
+    agui_max_json_depth: int = Field(default=32, gt=1, description="Deeper JSON nesting gets 422 too_deep.")
+    agui_max_number_digits: int = Field(
+        default=32, gt=0, description="A number with more digits gets 422 number_too_large."
+    )
+    agui_max_messages: int = Field(default=200, gt=0, description="More messages get 422 too_many_messages.")
+    agui_max_tools: int = Field(default=128, gt=0, description="More client tools get 422 too_many_tools.")
+    agui_max_tools_bytes: int = Field(
+        default=131_072, gt=0, description="Client tool definitions larger than this (JSON) get 422 tools_too_large."
+    )
+    agui_max_id_length: int = Field(default=256, gt=0, description="A longer id gets 422 id_too_long.")
+
+    # --- security ------------------------------------------------------------------------
     agui_token: str | None = Field(default=None, description="When set, every route but /ok needs this bearer token.")
     agui_cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Comma-separated origins allowed by CORS; empty disables CORS."
     )
+
+    def limits(self) -> Limits:
+        """What one request may cost, for the request guard."""
+        return Limits(
+            max_body_bytes=self.agui_max_body_bytes,
+            body_timeout_s=self.agui_body_timeout_s,
+            max_json_depth=self.agui_max_json_depth,
+            max_number_digits=self.agui_max_number_digits,
+            max_messages=self.agui_max_messages,
+            max_tools=self.agui_max_tools,
+            max_tools_bytes=self.agui_max_tools_bytes,
+            max_id_length=self.agui_max_id_length,
+        )
 
     @field_validator("agui_subagent_events", mode="before")
     @classmethod

@@ -112,9 +112,18 @@ class Known:
     invalid_captures: Mapping[str, str] = field(default_factory=dict)
     """Scenario -> why its committed capture is an invalid stream (an upstream bug both verifiers
     must keep rejecting until it is fixed)."""
+    codes: tuple[str, ...] = ()
+    """RUN_ERROR codes the bridge may send beyond those in ``answers`` (documented in docs/errors.md;
+    any other code a bridge sends reaches the client as ``RUNTIME_ERROR``)."""
 
     def gap(self, surface: str) -> Gap | None:
         return next((gap for gap in self.gaps if gap.surface == surface), None)
+
+    def run_error_codes(self) -> frozenset[str]:
+        """Every RUN_ERROR code of the bridge's own this runtime documents."""
+        return frozenset(code for answers in self.answers.values() for code in answers if code != FINISHED) | set(
+            self.codes
+        )
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ code                          when
                               (no answer at all, or a stall mid-stream)
 ``MODEL_AUTH_ERROR``          the endpoint refused the key (HTTP 401/403)
 ``MODEL_UNREACHABLE``         nothing answered at OPENAI_BASE_URL
-``MODEL_ERROR``               any other failure of the call (HTTP 5xx, a dropped stream)
+``MODEL_ERROR``               any other failure of the call (HTTP 5xx, a dropped stream, an
+                              error the endpoint sent inside an HTTP 200 stream)
 ============================  ==========================================================
 
 What is runtime-specific stays with the runtime: where the failure is caught and how its code
@@ -22,6 +23,11 @@ from __future__ import annotations
 
 import httpx
 import openai
+
+MODEL_CODES = frozenset(
+    {"MODEL_TIMEOUT", "MODEL_AUTH_ERROR", "MODEL_UNREACHABLE", "MODEL_ERROR", "TOO_MANY_MODEL_CALLS"}
+)
+"""Every code a failed model call gets (``TOO_MANY_MODEL_CALLS``: the run's budget, ``runtimes.budget``)."""
 
 
 class ModelError(Exception):
@@ -68,4 +74,6 @@ def _name(error: BaseException) -> ModelError | None:
         return ModelError("MODEL_ERROR", f"The model endpoint answered HTTP {error.status_code}: {error.message}")
     if isinstance(error, httpx.TransportError):
         return ModelError("MODEL_ERROR", f"The connection to the model endpoint broke mid-answer ({error}).")
+    if isinstance(error, openai.APIError):  # the base class: an error chunk inside a streamed answer
+        return ModelError("MODEL_ERROR", f"The model endpoint reported an error mid-answer: {error.message}")
     return None

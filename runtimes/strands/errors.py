@@ -23,6 +23,7 @@ from ag_ui.core import BaseEvent, EventType, RunAgentInput
 from strands.models.openai import OpenAIModel
 from strands.types.streaming import StreamEvent
 
+from runtimes import budget
 from runtimes.model_errors import ModelError, describe
 
 _FAILURES: contextvars.ContextVar[list[ModelError] | None] = contextvars.ContextVar(
@@ -36,25 +37,40 @@ def recorded_failure_code() -> str | None:
     return failures[-1].code if failures else None
 
 
-class NamingOpenAIModel(OpenAIModel):
-    """``OpenAIModel`` whose failures carry a readable message and a RUN_ERROR code."""
-
-    async def stream(self, *args: Any, **kwargs: Any) -> AsyncGenerator[StreamEvent, None]:
-        failures = _FAILURES.get()
+async def model_call(
+    events: AsyncIterator[StreamEvent], *, unreadable_is_the_model: bool = False
+) -> AsyncGenerator[StreamEvent, None]:
+    """One model call of the run: refused at once when a call of the run already failed or the
+    run's budget is spent (``runtimes.budget``); a failure named and recorded for the run. With
+    ``unreadable_is_the_model``, an answer the client library could not read (garbage on the wire)
+    is the model's failure too (``MODEL_ERROR``), not a crash."""
+    failures = _FAILURES.get()
+    try:
         if failures:  # a model call of this run already failed (e.g. a specialist's): end the run
             raise ModelError(failures[-1].code, str(failures[-1]))
-        try:
-            async for event in super().stream(*args, **kwargs):
-                yield event
-        except Exception as exc:
-            named = describe(exc)
-            if named is None:
-                raise
-            if failures is not None:
-                failures.append(named)
-            if named is exc:
-                raise
-            raise named from exc
+        budget.spend()
+        async for event in events:
+            yield event
+    except Exception as exc:
+        named = describe(exc)
+        if named is None and unreadable_is_the_model:
+            named = ModelError("MODEL_ERROR", f"The model endpoint's answer could not be read ({type(exc).__name__}).")
+        if named is None:
+            raise
+        if failures is not None and named not in failures:
+            failures.append(named)
+        if named is exc:
+            raise
+        raise named from exc
+
+
+class NamingOpenAIModel(OpenAIModel):
+    """``OpenAIModel`` whose calls count against the run's budget and whose failures carry a
+    readable message and a RUN_ERROR code."""
+
+    async def stream(self, *args: Any, **kwargs: Any) -> AsyncGenerator[StreamEvent, None]:
+        async for event in model_call(super().stream(*args, **kwargs), unreadable_is_the_model=True):
+            yield event
 
 
 async def name_model_errors(events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:

@@ -21,12 +21,7 @@ from strands.types.tools import ToolSpec
 from runtimes import script
 from runtimes.config import RuntimeSettings
 from runtimes.script import (
-    DELETE_FILE,
-    GET_WEATHER,
-    LOOKUP_FACT,
-    RESEARCH_SPECIALIST,
-    UPDATE_RECIPE,
-    WRITE_DOCUMENT,
+    BACKEND_TOOLS,
     CallTools,
     Reply,
     Step,
@@ -35,10 +30,7 @@ from runtimes.script import (
     parent_step,
     specialist_step,
 )
-from runtimes.strands.errors import NamingOpenAIModel
-
-BACKEND_TOOLS = frozenset({GET_WEATHER, DELETE_FILE, UPDATE_RECIPE, WRITE_DOCUMENT, RESEARCH_SPECIALIST, LOOKUP_FACT})
-"""Tools this server runs; any other tool a model is offered was declared by the client."""
+from runtimes.strands.errors import NamingOpenAIModel, model_call
 
 ScriptStep = Callable[[Turn], Step]
 
@@ -68,7 +60,8 @@ class ScriptedModel(Model):
     ) -> AsyncGenerator[StreamEvent, None]:
         offered = [spec["name"] for spec in tool_specs or []]
         step = self._step(turn_from_messages(messages, frontend_tools=[n for n in offered if n not in BACKEND_TOOLS]))
-        async for event in script.paced(_stream_events(step), float(self._config["delay_s"]), is_chunk=_is_delta):
+        paced = script.paced(_stream_events(step), float(self._config["delay_s"]), is_chunk=_is_delta)
+        async for event in model_call(paced):
             yield event
 
 
