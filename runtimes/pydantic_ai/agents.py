@@ -13,6 +13,7 @@ from pydantic_ai.models import Model
 from runtimes import script
 from runtimes.pydantic_ai.delegation import research_tool
 from runtimes.pydantic_ai.deps import RunDeps
+from runtimes.pydantic_ai.model import CountedModelCalls
 from runtimes.pydantic_ai.teardown import NoteRunTasks
 from runtimes.pydantic_ai.tools import delete_file, get_weather, lookup_fact, update_recipe, write_document
 
@@ -27,7 +28,7 @@ def build_specialist(model: Model) -> Agent[None, Output]:
         instructions=script.SPECIALIST_INSTRUCTIONS,
         output_type=[str, DeferredToolRequests],
         tools=[Tool(lookup_fact), Tool(delete_file, requires_approval=True)],
-        capabilities=[NoteRunTasks()],
+        capabilities=[CountedModelCalls(), NoteRunTasks()],
     )
 
 
@@ -46,5 +47,5 @@ def build_assistant(parent_model: Model, specialist_model: Model) -> Agent[RunDe
             Tool(write_document),
             research_tool(build_specialist(specialist_model)),
         ],
-        capabilities=[NoteRunTasks()],
+        capabilities=[CountedModelCalls(), NoteRunTasks()],
     )
