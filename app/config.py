@@ -13,6 +13,7 @@ from typing import Annotated
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode
 
+from app.approvals import ApprovalLimits
 from app.guard import Limits
 from runtimes.config import RuntimeSettings
 
@@ -42,6 +43,18 @@ class Settings(RuntimeSettings):
     )
     agui_max_id_length: int = Field(default=256, gt=0, description="A longer id gets 422 id_too_long.")
 
+    # --- parked approvals (app/approvals.py; docs/errors.md) --------------------------------
+    agui_max_parked_approvals: int = Field(
+        default=500, gt=0, description="Threads that may wait for an approval at once, per route."
+    )
+    agui_approval_min_age_s: float = Field(
+        default=600.0, ge=0, description="A waiting approval is never evicted for a newer one before this age."
+    )
+    agui_max_approvals_per_run: int = Field(default=16, gt=0, description="Approvals one run may ask for at once.")
+    agui_max_approval_bytes: int = Field(
+        default=65_536, gt=0, description="Size (JSON) of the approvals one run may park."
+    )
+
     # --- security ------------------------------------------------------------------------
     agui_token: str | None = Field(default=None, description="When set, every route but /ok needs this bearer token.")
     agui_cors_origins: Annotated[list[str], NoDecode] = Field(
@@ -59,6 +72,15 @@ class Settings(RuntimeSettings):
             max_tools=self.agui_max_tools,
             max_tools_bytes=self.agui_max_tools_bytes,
             max_id_length=self.agui_max_id_length,
+        )
+
+    def approval_limits(self) -> ApprovalLimits:
+        """What parked approvals may cost, for the approval ledger."""
+        return ApprovalLimits(
+            max_parked=self.agui_max_parked_approvals,
+            min_age_s=self.agui_approval_min_age_s,
+            max_per_run=self.agui_max_approvals_per_run,
+            max_bytes=self.agui_max_approval_bytes,
         )
 
     @field_validator("agui_subagent_events", mode="before")

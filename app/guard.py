@@ -128,9 +128,7 @@ async def read_run_input(request: Request, limits: Limits) -> RunAgentInput:
     except ClientDisconnect:
         raise BadRequest(400, "client_disconnected", "The client went away before sending the body.") from None
     except TimeoutError:
-        raise BadRequest(
-            408, "body_timeout", f"The body did not arrive within {limits.body_timeout_s:g} s."
-        ) from None
+        raise BadRequest(408, "body_timeout", f"The body did not arrive within {limits.body_timeout_s:g} s.") from None
     return parse_run_input(b"".join(chunks), request.headers.get("content-type"), limits)
 
 

@@ -6,8 +6,9 @@ innermost first, and why they sit where they do:
 1. ``bridge.run(input)``: the runtime's upstream AG-UI bridge (``runtimes/<name>/``).
 2. ``bridge.stages``: the runtime's own fixes to what its bridge emits (complete snapshots, model
    error codes, cancelled approvals...), declared by the runtime, applied in its order; then
-   ``limit_model_calls`` (``runtimes.budget``), which gives the run its model-call budget before
-   any of them starts the bridge.
+   ``ApprovalLedger.stage`` (``app.approvals``), which decides what a run may leave parked (and
+   answers a resume of an evicted approval); then ``limit_model_calls`` (``runtimes.budget``),
+   which gives the run its model-call budget before any of them starts the bridge.
 3. ``emit_subagents`` (``emitters.core``): SUBAGENT_* lifecycle and attribution. Inside the error
    boundary, so it sees the terminal event it must close its subagents before; it closes them on
    an exception or an early stop too, before the boundary reports it.
@@ -35,6 +36,8 @@ from dataclasses import dataclass, field
 from ag_ui.core import BaseEvent, EventType, RunAgentInput, RunErrorEvent, RunStartedEvent
 from ag_ui.encoder import EventEncoder
 
+from app.approvals import CODES as APPROVAL_CODES
+from app.approvals import ApprovalLedger
 from app.config import Settings
 from app.pump import SERVER_SHUTDOWN, TERMINAL, Pump
 from app.runlog import log_run
@@ -62,12 +65,14 @@ class RoutePipeline:
     bridge: Bridge
     settings: Settings
     latch: NativeLatch = field(init=False)
+    ledger: ApprovalLedger = field(init=False)
     codes: frozenset[str] = field(init=False)
     """Every RUN_ERROR code this route documents; a bridge's other codes go out as RUNTIME_ERROR."""
 
     def __post_init__(self) -> None:
         self.latch = NativeLatch(self.runtime.route)
-        self.codes = PIPELINE_CODES | MODEL_CODES | self.runtime.known.run_error_codes()
+        self.ledger = ApprovalLedger(self.settings.approval_limits(), self.bridge.forget)
+        self.codes = PIPELINE_CODES | MODEL_CODES | APPROVAL_CODES | self.runtime.known.run_error_codes()
 
     def stream(self, run_input: RunAgentInput) -> AsyncIterator[bytes]:
         """The SSE bytes of one run of ``run_input``."""
@@ -82,6 +87,7 @@ class RoutePipeline:
         events = self.bridge.run(run_input)
         for stage in self.bridge.stages:
             events = stage(events, run_input)
+        events = self.ledger.stage(events, run_input)
         events = limit_model_calls(events, self.settings.agui_max_model_calls)
         events = one_run(emit_subagents(events, subagents), run_input, self.bridge, self.codes)
         frames = encode_sse(pump.drain(events))

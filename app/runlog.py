@@ -55,5 +55,5 @@ async def log_run(
                     "events": dict(counts),
                 },
                 separators=(",", ":"),
-            )
+            ),
         )

@@ -65,6 +65,11 @@ class Bridge(Protocol):
     def held_threads(self) -> HeldThreads:
         """What the bridge keeps per thread right now."""
 
+    def forget(self, thread_id: str) -> None:
+        """Drop what the bridge keeps for a thread waiting for an approval: the app's approval
+        ledger evicted it or refused to park it (``app/approvals.py``). A bridge never drops a
+        waiting thread on its own."""
+
 
 Situation = Literal[
     "resume with an unknown interrupt id",

@@ -103,6 +103,7 @@ def _with_state(number: bytes) -> bytes:
     """A valid body whose state holds ``number`` written as is (json.dumps cannot write these)."""
     return _body().replace(b'"state": {}', b'"state": {"n": ' + number + b"}")
 
+
 GUARD_ROWS = [
     # (row, body, content type, status, code, field)
     ("empty body", b"", JSON, 400, "empty_body", None),
@@ -121,34 +122,75 @@ GUARD_ROWS = [
     ("runId not a string", _body(runId=["r"]), JSON, 422, "invalid_field", "runId"),
     ("messages not a list", _body(messages="hi"), JSON, 422, "invalid_field", "messages"),
     ("message not an object", _body(messages=["hi"]), JSON, 422, "invalid_field", "messages.0"),
-    ("message without role", _body(messages=[{"id": "m", "content": "x"}]), JSON, 422, "invalid_field",
-     "messages.0"),
-    ("unknown message role", _body(messages=[{"id": "m", "role": "wizard", "content": "x"}]), JSON, 422,
-     "invalid_field", "messages.0"),
-    ("user message without content", _body(messages=[{"id": "m", "role": "user"}]), JSON, 422, "invalid_field",
-     "messages.0.content"),
+    ("message without role", _body(messages=[{"id": "m", "content": "x"}]), JSON, 422, "invalid_field", "messages.0"),
+    (
+        "unknown message role",
+        _body(messages=[{"id": "m", "role": "wizard", "content": "x"}]),
+        JSON,
+        422,
+        "invalid_field",
+        "messages.0",
+    ),
+    (
+        "user message without content",
+        _body(messages=[{"id": "m", "role": "user"}]),
+        JSON,
+        422,
+        "invalid_field",
+        "messages.0.content",
+    ),
     ("tools not a list", _body(tools={"name": "x"}), JSON, 422, "invalid_field", "tools"),
     ("resume not a list", _body(resume={"interruptId": "i-1"}), JSON, 422, "invalid_field", "resume"),
-    ("resume entry without interruptId", _body(resume=[{"status": "resolved"}]), JSON, 422, "invalid_field",
-     "resume.0.interruptId"),
-    ("resume status not resolved/cancelled", _body(resume=[{**ENTRY, "status": "maybe"}]), JSON, 422,
-     "invalid_field", "resume.0.status"),
+    (
+        "resume entry without interruptId",
+        _body(resume=[{"status": "resolved"}]),
+        JSON,
+        422,
+        "invalid_field",
+        "resume.0.interruptId",
+    ),
+    (
+        "resume status not resolved/cancelled",
+        _body(resume=[{**ENTRY, "status": "maybe"}]),
+        JSON,
+        422,
+        "invalid_field",
+        "resume.0.status",
+    ),
     ("resume entry not an object", _body(resume=["i-1"]), JSON, 422, "invalid_field", "resume.0"),
     ("oversized body", _json(run_input("x" * (MAX_BODY + 1))), JSON, 413, "body_too_large", None),
     ("state not an object", _body(state=1), JSON, 422, "invalid_field", "state"),
     ("forwardedProps not an object", _body(forwardedProps=[1]), JSON, 422, "invalid_field", "forwardedProps"),
     ("JSON nested deeper than the limit", _body(state=_nested(20)), JSON, 422, "too_deep", None),
     ("JSON nested 1,000 deep", b"[" * 1000 + b"]" * 1000, JSON, 422, "too_deep", None),
-    ("an integer with more digits than the limit", _with_state(b"1" + b"0" * 5000), JSON, 422, "number_too_large",
-     None),
+    (
+        "an integer with more digits than the limit",
+        _with_state(b"1" + b"0" * 5000),
+        JSON,
+        422,
+        "number_too_large",
+        None,
+    ),
     ("a number out of range (1e999)", _with_state(b"1e999"), JSON, 422, "number_too_large", None),
     ("a NaN or Infinity literal", _with_state(b"NaN"), JSON, 422, "number_too_large", None),
     ("a lone UTF-16 surrogate in a string", _body(threadId="t-\ud800"), JSON, 422, "invalid_string", None),
-    ("more messages than the limit", _body(messages=[_user(n) for n in range(51)]), JSON, 422,
-     "too_many_messages", "messages"),
+    (
+        "more messages than the limit",
+        _body(messages=[_user(n) for n in range(51)]),
+        JSON,
+        422,
+        "too_many_messages",
+        "messages",
+    ),
     ("more tools than the limit", _body(tools=[_tool(n) for n in range(9)]), JSON, 422, "too_many_tools", "tools"),
-    ("tool definitions larger than the limit", _body(tools=[_tool(0, "x" * 4_000)]), JSON, 422, "tools_too_large",
-     "tools"),
+    (
+        "tool definitions larger than the limit",
+        _body(tools=[_tool(0, "x" * 4_000)]),
+        JSON,
+        422,
+        "tools_too_large",
+        "tools",
+    ),
     ("an id longer than the limit", _body(threadId="t" * 201), JSON, 422, "id_too_long", "threadId"),
 ]
 
@@ -194,7 +236,8 @@ def test_a_body_that_trickles_in_is_cut_off(base: str, route: str) -> None:
     with socket.create_connection((host, int(port)), timeout=30) as sock:
         sock.sendall(
             f"POST {route} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:10]
+            f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body[:10]
         )
         started = time.monotonic()
         answer = sock.recv(65536).decode()  # blocks until the server answers, well before the socket timeout
@@ -434,8 +477,6 @@ async def _double_resume(base: str, route: str) -> Run:
 IN_FLIGHT_ROWS = frozenset(
     {"a second run on a thread while its first run is in flight", "the same resume sent twice at once"}
 )
-
-
 
 
 def test_every_runtime_answers_every_row() -> None:

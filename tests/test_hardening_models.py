@@ -58,8 +58,7 @@ CASES = [
 
 def settings_for(endpoint: str, case: Case) -> Settings:
     overrides = {
-        key: f"http://127.0.0.1:{free_port()}/v1" if value == "UNREACHABLE" else value
-        for key, value in case.overrides
+        key: f"http://127.0.0.1:{free_port()}/v1" if value == "UNREACHABLE" else value for key, value in case.overrides
     }
     # keepalive comments must not keep a failed run's stream open
     return real_model_settings(endpoint, case.model, agui_model_timeout_s=TIMEOUT_S, agui_keepalive_s=0.2, **overrides)

@@ -76,7 +76,7 @@ runtime = Runtime(
             "the bridge alone answers an all-cancelled resume with RUN_STARTED, RUN_FINISHED and nothing else.",
             "Every run opens with a PredictState CUSTOM event and a STATE_SNAPSHOT of the state schema's "
             "defaults (`document`, `recipe`); the bridge omits `outcome` on a successful RUN_FINISHED "
-            "(legacy success), so the route adds `{type: \"success\"}` as Strands sends it.",
+            '(legacy success), so the route adds `{type: "success"}` as Strands sends it.',
             "agent-framework-ag-ui 1.7.0 shows the model the client's state as a user message inserted before "
             "the request's last user message; on an approved resume that message lands between the assistant's "
             "tool call and its result, a conversation OpenAI and other strict servers refuse (HTTP 400). "

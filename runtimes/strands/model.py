@@ -20,6 +20,7 @@ from strands.types.tools import ToolSpec
 
 from runtimes import script
 from runtimes.config import RuntimeSettings
+from runtimes.model_calls import model_call
 from runtimes.script import (
     BACKEND_TOOLS,
     CallTools,
@@ -30,7 +31,7 @@ from runtimes.script import (
     parent_step,
     specialist_step,
 )
-from runtimes.strands.errors import NamingOpenAIModel, model_call
+from runtimes.strands.errors import NamingOpenAIModel
 
 ScriptStep = Callable[[Turn], Step]
 
