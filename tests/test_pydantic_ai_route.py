@@ -2,8 +2,8 @@
 
 * an approval inside the specialist, answered no (rejected or cancelled): the same subagent
   continues on the resume, the deletion never runs, and nothing stays held for the thread;
-* the paused specialists are bounded with the interrupt gate: a thread pushed out by newer ones
-  gets ``INTERRUPT_EXPIRED`` and nothing of it is kept;
+* the paused specialists are bounded by the app's approval ledger: a thread it evicts for a newer
+  one gets ``INTERRUPT_EXPIRED`` and nothing of it is kept;
 * clients that leave right as their run starts leave no task behind (the upstream hand-off that
   ``runtimes/pydantic_ai/teardown.py`` works around).
 
@@ -25,14 +25,15 @@ from verifier.client import history_after, resume
 
 ROUTE = "/pydantic-ai/agent"
 SPECIALIST_APPROVAL = "Research old logs and delete logs.txt"
-CACHE_SIZE = 3
+PARKED = 3
 DEPARTURES = 60
 """Without the workaround 6 to 12 of 60 departures park a task (measured on a 2-core machine)."""
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
-    with serve(Settings(agui_script_delay_ms=2, agui_thread_cache_size=CACHE_SIZE)) as running:
+    settings = Settings(agui_script_delay_ms=2, agui_max_parked_approvals=PARKED, agui_approval_min_age_s=0)
+    with serve(settings) as running:
         yield running
 
 
@@ -79,15 +80,15 @@ def test_a_specialist_approval_answered_no_continues_the_subagent_without_deleti
     assert body["threadId"] not in paused(server)
 
 
-def test_paused_specialists_are_bounded_with_the_gate(server: Server) -> None:
-    """CACHE_SIZE + 1 threads wait for a specialist's approval: the oldest is pushed out of the gate
-    and of the paused specialists, and its late resume is refused."""
+def test_paused_specialists_are_bounded_by_the_approval_ledger(server: Server) -> None:
+    """PARKED + 1 threads wait for a specialist's approval: the ledger evicts the one that waited
+    longest, the bridge drops its paused specialist, and its late resume is refused."""
     threads = []
-    for _ in range(CACHE_SIZE + 1):
+    for _ in range(PARKED + 1):
         body = run_input(SPECIALIST_APPROVAL)
         threads.append((body, run_ok(server.base, body)))
     held = server.on_loop(lambda: server.pipeline(ROUTE).bridge.held_threads())
-    assert len(held.cached) <= CACHE_SIZE and len(held.paused) <= CACHE_SIZE, held
+    assert len(held.cached) <= PARKED and len(held.paused) <= PARKED, held
     oldest, first = threads[0]
     assert oldest["threadId"] not in held.paused
     late = run_input(

@@ -42,7 +42,6 @@ runtime = Runtime(
             # THREAD_BUSY while the first runs; the replay once it has finished (a very slow client)
             "the same resume sent twice at once": ("THREAD_BUSY", FINISHED),
         },
-        codes=("INTERRUPT_EXPIRED",),  # the gate's answer to a resume for a thread it had to drop
         notes=(
             "pydantic-ai-slim's AG-UI adapter is stateless (the client's `messages` are the history) and "
             "ends a run that waits for approvals with the standard interrupt outcome (`int-<toolCallId>`, its "

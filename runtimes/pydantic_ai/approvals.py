@@ -22,7 +22,6 @@ what the user is asked. This module is the translation at the route boundary:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ag_ui.core import Interrupt, RunAgentInput
@@ -50,8 +49,8 @@ class Paused:
 class PausedSpecialists:
     """Per thread, the specialist interrupts waiting for an answer, by interrupt id.
 
-    Bounded from outside: the bridge keeps only the threads the interrupt gate still holds open
-    (:meth:`retain`), so this never holds more threads than the gate (``AGUI_THREAD_CACHE_SIZE``).
+    Bounded from outside: an entry lives until the thread's next run takes it, or until the app's
+    approval ledger drops the thread (``Bridge.forget``), which bounds the threads waiting.
     """
 
     def __init__(self) -> None:
@@ -63,11 +62,6 @@ class PausedSpecialists:
 
     def take(self, thread_id: str) -> dict[str, Paused]:
         return self._by_thread.pop(thread_id, {})
-
-    def retain(self, thread_ids: Iterable[str]) -> None:
-        keep = set(thread_ids)
-        for thread_id in [t for t in self._by_thread if t not in keep]:
-            del self._by_thread[thread_id]
 
     def threads(self) -> frozenset[str]:
         return frozenset(self._by_thread)

@@ -23,8 +23,11 @@ Its stages (``runtimes.base.Stage``), innermost first:
 * ``predict_document``: a PredictState CUSTOM event before each ``write_document`` call, so the
   client fills ``document`` from the streamed argument (Pydantic AI has no predictive state);
 * the shared interrupt gate (``runtimes.interrupts``): the adapter reads a resume but checks
-  nothing against the thread (it is stateless), so the gate enforces the strict top-level resume;
-* ``_forget_answered``: the paused specialists kept are those the gate still holds open.
+  nothing against the thread (it is stateless), so the gate enforces the strict top-level resume.
+
+What it keeps for a thread waiting for an answer (the gate's record, a paused specialist) is
+dropped when the app's approval ledger asks (:meth:`PydanticAIBridge.forget`), or taken by the
+thread's next run.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ class PydanticAIBridge:
         self._assistant = build_assistant(*models_for(settings))
         self._gate = InterruptGate(settings.agui_thread_cache_size)
         self._paused = PausedSpecialists()
-        self.stages: tuple[Stage, ...] = (predict_document, self._gate.stage, self._forget_answered)
+        self.stages: tuple[Stage, ...] = (predict_document, self._gate.stage)
 
     async def run(self, run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
         deps = RunDeps()
@@ -109,22 +112,15 @@ class PydanticAIBridge:
     def describe_error(self, exc: BaseException) -> ModelError | None:
         return describe(exc)
 
+    def forget(self, thread_id: str) -> None:
+        """Drop the thread's open interrupts and paused specialists (the app's ledger asks)."""
+        self._gate.forget(thread_id)
+        self._paused.take(thread_id)
+
     def held_threads(self) -> HeldThreads:
         gate = self._gate.held_threads()
         paused = self._paused.threads()
         return HeldThreads(running=gate.running, paused=gate.paused | paused, cached=paused)
-
-    async def _forget_answered(
-        self, events: AsyncIterator[BaseEvent], run_input: RunAgentInput
-    ) -> AsyncIterator[BaseEvent]:
-        """Pass the run through; when it ends (after the gate has settled and trimmed), keep only
-        the paused specialists of threads the gate still holds open."""
-        try:
-            async with aclosing(events):
-                async for event in events:
-                    yield event
-        finally:
-            self._paused.retain(self._gate.held_threads().paused)
 
 
 async def predict_document(events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
