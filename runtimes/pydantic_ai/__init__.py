@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from runtimes.base import FINISHED, Bridge, Known, Runtime
 from runtimes.config import RuntimeSettings
+from store import Store
 
 
-def _build(settings: RuntimeSettings) -> Bridge:
+def _build(settings: RuntimeSettings, store: Store) -> Bridge:
     from runtimes.pydantic_ai.bridge import PydanticAIBridge
 
-    return PydanticAIBridge(settings)
+    return PydanticAIBridge(settings, store)
 
 
 runtime = Runtime(

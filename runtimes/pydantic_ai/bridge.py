@@ -60,6 +60,7 @@ from runtimes.pydantic_ai.deps import RunDeps
 from runtimes.pydantic_ai.model import models_for
 from runtimes.pydantic_ai.teardown import cancel_parked, run_tasks
 from runtimes.script import WRITE_DOCUMENT
+from store import Store
 
 PREDICT_DOCUMENT = {"state_key": "document", "tool": WRITE_DOCUMENT, "tool_argument": "document"}
 """The PredictState mapping: ``write_document``'s ``document`` argument is the state key ``document``."""
@@ -70,13 +71,23 @@ class PydanticAIBridge:
 
     interrupt_owner = staticmethod(approvals.interrupt_owner)
 
-    def __init__(self, settings: RuntimeSettings) -> None:
+    def __init__(self, settings: RuntimeSettings, store: Store) -> None:
         self._assistant = build_assistant(*models_for(settings))
-        self._gate = InterruptGate(settings.agui_thread_cache_size)
+        self._gate = InterruptGate(store, "pydantic-ai")
         self._paused = PausedSpecialists()
+        self._running: set[str] = set()
         self.stages: tuple[Stage, ...] = (predict_document, self._gate.stage)
 
     async def run(self, run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+        self._running.add(run_input.thread_id)  # one run per thread at a time: the app's lease
+        try:
+            async with aclosing(self._run(run_input)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            self._running.discard(run_input.thread_id)
+
+    async def _run(self, run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
         deps = RunDeps()
         paused = self._paused.take(run_input.thread_id)
         parent_input, results, deps.continuations = approvals.continuations(self._assistant, run_input, paused)
@@ -112,15 +123,16 @@ class PydanticAIBridge:
     def describe_error(self, exc: BaseException) -> ModelError | None:
         return describe(exc)
 
-    def forget(self, thread_id: str) -> None:
+    async def forget(self, thread_id: str) -> None:
         """Drop the thread's open interrupts and paused specialists (the app's ledger asks)."""
-        self._gate.forget(thread_id)
+        await self._gate.forget(thread_id)
         self._paused.take(thread_id)
 
     def held_threads(self) -> HeldThreads:
-        gate = self._gate.held_threads()
         paused = self._paused.threads()
-        return HeldThreads(running=gate.running, paused=gate.paused | paused, cached=paused)
+        return HeldThreads(
+            running=frozenset(self._running), paused=self._gate.held_threads().paused | paused, cached=paused
+        )
 
 
 async def predict_document(events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
