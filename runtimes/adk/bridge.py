@@ -33,7 +33,7 @@ import contextvars
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ag_ui.core import BaseEvent, RunAgentInput
+from ag_ui.core import BaseEvent, EventType, RunAgentInput
 from ag_ui_adk import ADKAgent, PredictStateMapping
 from google.adk.sessions import InMemorySessionService
 
@@ -55,6 +55,7 @@ PREDICT_STATE = [
     PredictStateMapping(state_key="document", tool=WRITE_DOCUMENT, tool_argument="document", emit_confirm_tool=False)
 ]
 """``document`` fills in from write_document's streamed argument (no confirm_changes review step)."""
+TERMINAL = frozenset({EventType.RUN_FINISHED, EventType.RUN_ERROR})
 CONCURRENT_RUNS = 1024
 """ag-ui-adk refuses runs beyond its execution limit (10 by default), and counts the threads waiting
 for an approval among them: room for that many runs at once beside every paused thread."""
@@ -130,8 +131,10 @@ class AdkBridge:
         _EXECUTIONS.set(started)
         self._threads.started(thread_id)
         events = self._agent.run(interrupts.with_resumed_calls(run_input))
+        ended = False
         try:
             async for event in events:
+                ended = event.type in TERMINAL
                 yield event
         finally:
             await events.aclose()
@@ -140,6 +143,8 @@ class AdkBridge:
                     execution.task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await execution.task
+            if not ended:  # cut short: the session may hold half a turn, or an approval no client was told of
+                self._threads.forget(thread_id)
             await self._threads.ended(thread_id)
 
     def describe_error(self, exc: BaseException) -> ModelError | None:
