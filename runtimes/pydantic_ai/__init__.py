@@ -15,7 +15,7 @@ from store import Store
 def _build(settings: RuntimeSettings, store: Store) -> Bridge:
     from runtimes.pydantic_ai.bridge import PydanticAIBridge
 
-    return PydanticAIBridge(settings, store)
+    return PydanticAIBridge(settings, store, runtime.route)
 
 
 runtime = Runtime(
