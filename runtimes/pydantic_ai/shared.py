@@ -23,10 +23,11 @@ No lock is needed: one run per thread at a time on every replica (the thread's l
 The record (:func:`dump`, :func:`load`) is Pydantic AI's own serialization of the specialist's
 history (``ModelMessagesTypeAdapter``, its documented way to store messages) and of the calls it
 waits on (``ToolCallPart`` through a ``TypeAdapter``), one per paused delegation call, and which
-interrupt stands for which call. Key ``agui:<route>:specialists:<thread>``, about 2.5 KB per
-paused specialist; it expires :data:`PAUSED_TTL_S` after it was written (an hour past the gate's
-open interrupt, so the gate never lets a resume through to a specialist that is gone). No private
-state of pydantic-ai-slim is used.
+interrupt stands for which call. Key ``agui:<route>:specialists:<thread>``, about 1.7 KB per
+paused specialist of the demo (its history: the task, one lookup, the call it waits on). It
+expires :data:`PAUSED_TTL_S` after it was written (an hour past the gate's open interrupt, so the
+gate never lets a resume through to a specialist that is gone). No private state of
+pydantic-ai-slim is used.
 """
 
 from __future__ import annotations
