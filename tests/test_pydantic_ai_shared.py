@@ -29,10 +29,13 @@ from tests.engine import RedisServer, redis_server
 from tests.processes import served
 from tests.wire import Run, post_run
 from verifier import parse_sse, verify_events, verify_thread
-from verifier.client import history_after, resume, run_input
+from verifier.client import run_input
+from verifier.scenarios import APPROVE, resume_with
 
 ROUTE = runtime.route
 SPECIALIST_APPROVAL = "Research old logs and delete logs.txt"
+approve = resume_with(APPROVE)
+"""The next request, approving every interrupt a run ended with (the history the client holds)."""
 ONE_WAITING = {"AGUI_MAX_PARKED_APPROVALS": "1", "AGUI_APPROVAL_MIN_AGE_S": "0"}
 """The approval ledger holds one waiting thread per route: parking one evicts the one before."""
 TIMEOUT_S = 1.0
@@ -77,15 +80,6 @@ def paused(base: str) -> tuple[dict, Run]:
     return body, run
 
 
-def approval(body: dict, first: Run) -> dict:
-    """The resume approving what ``first`` asked, with the history the client holds."""
-    return run_input(
-        thread_id=body["threadId"],
-        messages=history_after(body, first.events),
-        resume=resume(first.interrupts(), payload={"approved": True}),
-    )
-
-
 def deletions(run: Run) -> list[str]:
     """What the specialist's own tool results say was deleted."""
     return [e["content"] for e in run.of_type("TOOL_CALL_RESULT") if e["content"].startswith("Deleted")]
@@ -99,7 +93,7 @@ def test_a_paused_specialist_outlives_every_replica(engine: str, replicas: list[
     assert record is not None and len(record) < 8_192, len(record or b"")
     assert PAUSED_TTL_S - 60 < ttl_s <= PAUSED_TTL_S
 
-    answer = approval(body, first)
+    answer = approve(body, first.events)
     second = post_run(replicas[0], ROUTE, answer)
     assert verify_thread([first.events, second.events]) == [], second.types()
     assert second.terminal["type"] == "RUN_FINISHED" and not second.interrupts(), second.types()
@@ -124,7 +118,7 @@ def test_the_ledger_of_a_replica_that_never_saw_a_thread_drops_its_paused_specia
     waiting, _ = paused(two)  # the ledger on `two` evicts the longest waiting thread: `evicted`
     assert record_of(engine, evicted["threadId"]) == (None, None), "forget() on `two` dropped the record"
     assert record_of(engine, waiting["threadId"])[0] is not None
-    late = post_run(one, ROUTE, approval(evicted, first))
+    late = post_run(one, ROUTE, approve(evicted, first.events))
     assert late.types() == ["RUN_STARTED", "RUN_ERROR"] and late.terminal["code"] == "INTERRUPT_EXPIRED"
 
 
@@ -180,25 +174,17 @@ async def test_an_engine_failure_ends_the_run_with_state_unavailable_and_the_rou
             body = run_input(SPECIALIST_APPROVAL)
             return body, await drain(pipeline, body)
 
-        def answer(body: dict, events: list[dict]) -> dict:
-            pending = events[-1]["outcome"]["interrupts"]
-            return run_input(
-                thread_id=body["threadId"],
-                messages=history_after(body, events),
-                resume=resume(pending, payload={"approved": True}),
-            )
-
         asked, first = await pause()
         assert first[-1]["outcome"]["type"] == "interrupt", [e["type"] for e in first]
         with engine.frozen():  # accepts connections, answers nothing: the resume cannot read the record
             began = time.monotonic()
-            silent = await drain(pipeline, answer(asked, first))
+            silent = await drain(pipeline, approve(asked, first))
             assert time.monotonic() - began < TIMEOUT_S * 5, "bounded by the engine's timeouts"
         engine.stop()  # gone: the specialist pauses, its record cannot be written
         lost = await drain(pipeline, run_input(SPECIALIST_APPROVAL))
         engine.start()
         again, second = await pause()
-        after = await drain(pipeline, answer(again, second))
+        after = await drain(pipeline, approve(again, second))
         await store.engine.aclose()
     assert unavailable(silent) and unavailable(lost), ([e["type"] for e in silent], [e["type"] for e in lost])
     assert verify_events(silent) == [] and verify_events(lost) == []
