@@ -32,7 +32,7 @@ from tests.capture import Capture, CapturedThread, load_captures
 from tests.engine import RedisServer, redis_server
 from tests.processes import kill, served
 from tests.wire import ROUTES, RUNTIME_BY_ROUTE, open_stream, play, post_run, run_input
-from verifier import verify_events
+from verifier import verify_events, verify_thread
 from verifier.scenarios import SCENARIOS, Scenario
 from verifier.surfaces import SURFACES, judge
 
@@ -217,7 +217,7 @@ def test_two_workers_of_one_server_share_its_threads(engine: str) -> None:
             for scenario in SCENARIOS:
                 if scenario.surface in ("approval", "frontend_tool"):
                     exchanges = play(base, route, scenario)
-                    assert all(verify_events(e.run.events) == [] for e in exchanges), (route, scenario.surface)
+                    assert verify_thread([e.run.events for e in exchanges]) == [], (route, scenario.surface)
                     assert exchanges[-1].run.terminal["type"] == "RUN_FINISHED"
 
 
