@@ -12,8 +12,10 @@ again once it is back.
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 
 import pytest
 import redis
@@ -25,8 +27,8 @@ from runtimes.pydantic_ai import runtime
 from runtimes.pydantic_ai.shared import PAUSED_TTL_S
 from store import MemoryStore, Store
 from store.engine import RedisStore
-from tests.engine import RedisServer, redis_server
-from tests.processes import served
+from tests import processes
+from tests.engine import RedisServer
 from tests.wire import Run, post_run
 from verifier import parse_sse, verify_events, verify_thread
 from verifier.client import run_input
@@ -46,14 +48,8 @@ def record_key(thread_id: str) -> str:
     return f"agui:{ROUTE}:specialists:{thread_id}"
 
 
-@pytest.fixture(scope="module")
-def engine() -> Iterator[str]:
-    with redis_server() as url:
-        yield url
-
-
-def replica(engine: str, **settings: str):  # noqa: ANN201 - the context manager of tests.processes.served
-    return served(AGUI_STATE_URL=engine, AGUI_SCRIPT_DELAY_MS="0", **ONE_WAITING, **settings)
+def replica(engine: str, **settings: str) -> AbstractContextManager[tuple[str, subprocess.Popen]]:
+    return processes.replica(engine, **ONE_WAITING, **settings)
 
 
 @pytest.fixture(scope="module")
