@@ -56,6 +56,7 @@ logger = logging.getLogger("agui.emitter")
 
 SUBAGENT_TYPES = frozenset({EventType.SUBAGENT_STARTED, EventType.SUBAGENT_FINISHED, EventType.SUBAGENT_ERROR})
 TERMINAL_TYPES = frozenset({EventType.RUN_FINISHED, EventType.RUN_ERROR})
+STEP_TYPES = frozenset({EventType.STEP_STARTED, EventType.STEP_FINISHED})
 PARENT_RUN_ERROR = "PARENT_RUN_ERROR"
 """SUBAGENT_ERROR code of a subagent still open when its run failed or stopped."""
 
@@ -303,10 +304,14 @@ def _attributed(event: BaseEvent, subagent_id: str) -> BaseEvent:
 
 
 def without_subagents(events: Iterable[BaseEvent]) -> list[BaseEvent]:
-    """The stream an older client can decode: no SUBAGENT_* events and no attribution."""
+    """The stream an older client can decode: no SUBAGENT_* events and no attribution. A subagent's
+    own steps go too (a bridge that emits SUBAGENT_* itself attributes them): unattributed, they
+    would open and close as the parent's, colliding with its steps and each other's."""
     out: list[BaseEvent] = []
     for event in events:
         if event.type in SUBAGENT_TYPES:
+            continue
+        if event.type in STEP_TYPES and getattr(event, "subagent_run_id", None) is not None:
             continue
         if getattr(event, "subagent_run_id", None) is not None:
             event = event.model_copy(update={"subagent_run_id": None})
