@@ -1,0 +1,190 @@
+"""The LangGraph route's bridge: ag-ui-langgraph's ``LangGraphAgent`` over the route's graph, and
+the stages it needs.
+
+The upstream agent translates the graph's ``astream_events`` into AG-UI and is used with its own
+switches: the standard RUN_FINISHED interrupt outcome instead of the legacy ``on_interrupt``
+CUSTOM event (``emit_interrupt_outcome=True``, ``enable_legacy_on_interrupt_event=False``), its
+native subagent surface (``subagent_visibility="attributed"``), no RAW copies of every LangGraph
+event (``emit_raw_events=False``), and predictive state for ``write_document`` (``PREDICT_STATE``).
+
+Concurrency: ``LangGraphAgent`` keeps per-run state on itself (``active_run``: ag-ui#1277, a shared
+instance fails under concurrent requests), so every run gets its own clone (``clone()``, what the
+bridge's own endpoint does); the compiled graph, the models and the checkpointer are shared.
+
+What the bridge lacks is added as the runtime's own stages (``runtimes.base.Stage``), innermost first:
+
+* ``subagents.NativeSubagents``: the native SUBAGENT_* surface held to the emitter's rules;
+* ``errors.name_model_errors``: ``MODEL_*`` codes on the SUBAGENT_ERROR and RUN_ERROR of a failed model;
+* ``state.client_state_snapshots``: snapshots keep the client's own state keys;
+* the interrupt gate (``runtimes.interrupts``): the bridge checks no resume at all (an unknown id,
+  a partial or a replayed resume all reach the graph), so the shared gate enforces the protocol's
+  strict top-level ``resume``. Its accepted resume reaches LangGraph as an id-keyed resume map
+  (``RouteAgent``);
+* ``_bare_legacy_resume``: LangGraph's own convention, a bare ``forwardedProps.command.resume``
+  value, answers the thread's one open interrupt (read from the checkpointer);
+* ``_trim_after``: the checkpointer (``checkpoints``) comes back to its size when a run ends.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import Any
+
+from ag_ui.core import BaseEvent, ResumeEntry, RunAgentInput
+from ag_ui_langgraph import SUBAGENT_VISIBILITY_ATTRIBUTED, LangGraphAgent
+from ag_ui_langgraph.interrupts import DEFAULT_RESUME_SENTINEL_CANCELLED
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
+from langgraph.warnings import LangGraphDeprecatedSinceV10
+
+from runtimes import script
+from runtimes.base import HeldThreads, Stage
+from runtimes.config import RuntimeSettings
+from runtimes.interrupts import InterruptGate
+from runtimes.langgraph.agents import parent_graph
+from runtimes.langgraph.cancel import cancel_model_calls
+from runtimes.langgraph.checkpoints import ThreadCheckpoints
+from runtimes.langgraph.errors import name_model_errors
+from runtimes.langgraph.model import chat_model
+from runtimes.langgraph.state import client_state_snapshots
+from runtimes.langgraph.subagents import NativeSubagents
+from runtimes.model_errors import ModelError, describe
+
+PREDICT_STATE = [{"state_key": "document", "tool": script.WRITE_DOCUMENT, "tool_argument": "document"}]
+"""``write_document``'s ``document`` argument is the state key ``document`` while it streams (the
+bridge reads this from the run's metadata and emits a PredictState CUSTOM event)."""
+_HOOKS = ("_build_command_from_agui_resume", "clone")
+"""What ``RouteAgent`` overrides or calls on ``LangGraphAgent``."""
+
+
+class RouteAgent(LangGraphAgent):
+    """``LangGraphAgent`` that resumes LangGraph the way LangGraph 1.2 requires.
+
+    ag-ui-langgraph 0.0.47 turns a top-level ``resume`` of several entries into one
+    ``Command(resume={"__agui_resume_map__": ...})``, which LangGraph refuses while several interrupts
+    are pending ("you must specify the interrupt id when resuming"), so two parallel approvals could
+    never be answered. Its documented override hook (``_build_command_from_agui_resume``: "Subclasses
+    may use it...", checked at construction) builds LangGraph's own id-keyed resume map instead,
+    every entry answered: a resolved entry with its payload, a cancelled one with the bridge's
+    cancel sentinel.
+    """
+
+    def _build_command_from_agui_resume(self, entries: list[ResumeEntry], **_: Any) -> Command:
+        return Command(resume={entry.interrupt_id: _answer(entry) for entry in entries})
+
+
+def _answer(entry: ResumeEntry) -> object:
+    if entry.status == "cancelled":
+        return {DEFAULT_RESUME_SENTINEL_CANCELLED: True, "interrupt_id": entry.interrupt_id}
+    return entry.payload
+
+
+def agent_for(graph: CompiledStateGraph, cls: type[LangGraphAgent] = LangGraphAgent) -> LangGraphAgent:
+    """The upstream agent over ``graph``, with the switches this server uses (see the module)."""
+    return cls(
+        name="langgraph_demo_assistant",
+        description="The demo assistant on LangGraph.",
+        graph=graph,
+        config={"metadata": {"predict_state": PREDICT_STATE}},
+        emit_interrupt_outcome=True,
+        enable_legacy_on_interrupt_event=False,
+        emit_raw_events=False,
+        subagent_visibility=SUBAGENT_VISIBILITY_ATTRIBUTED,
+    )
+
+
+def graph_for(settings: RuntimeSettings, checkpoints: ThreadCheckpoints) -> CompiledStateGraph:
+    return parent_graph(
+        chat_model(settings, script.parent_step), chat_model(settings, script.specialist_step), checkpoints.saver
+    )
+
+
+class LangGraphBridge:
+    """``POST /langgraph/agent``: one graph and checkpointer for the app, one agent object per run."""
+
+    interrupt_owner = None  # the bridge attributes its interrupts itself (``subagents``)
+
+    def __init__(self, settings: RuntimeSettings) -> None:
+        missing = [name for name in _HOOKS if not callable(getattr(LangGraphAgent, name, None))]
+        if missing:
+            raise RuntimeError(f"ag-ui-langgraph changed: LangGraphAgent has no {', '.join(missing)} (used here)")
+        # ag-ui-langgraph 0.0.47 reads the graph's schema keys with an API LangGraph 1.x deprecates,
+        # on every run; the warning is the bridge's to fix and says nothing about a run.
+        warnings.filterwarnings("ignore", "`get_config_jsonschema` is deprecated", LangGraphDeprecatedSinceV10)
+        self._checkpoints = ThreadCheckpoints(settings.agui_thread_cache_size)
+        self._graph = graph_for(settings, self._checkpoints)
+        self._agent = agent_for(self._graph, RouteAgent)
+        self._gate = InterruptGate(settings.agui_thread_cache_size)
+        self._subagents = NativeSubagents(settings.agui_thread_cache_size)
+        self.stages: tuple[Stage, ...] = (
+            cancel_model_calls,
+            self._subagents.stage,
+            name_model_errors,
+            client_state_snapshots,
+            self._gate.stage,
+            self._bare_legacy_resume,
+            self._trim_after,
+        )
+
+    async def run(self, run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+        self._checkpoints.touch(run_input.thread_id)
+        request = bridge_input(run_input).model_copy(update={"messages": self._subagents.bridge_messages(run_input)})
+        async for event in self._agent.clone().run(request):
+            yield event
+
+    def describe_error(self, exc: BaseException) -> ModelError | None:
+        return describe(exc)
+
+    def held_threads(self) -> HeldThreads:
+        gate = self._gate.held_threads()
+        return HeldThreads(running=gate.running, paused=gate.paused, cached=self._checkpoints.threads())
+
+    async def _bare_legacy_resume(
+        self, events: AsyncIterator[BaseEvent], run_input: RunAgentInput
+    ) -> AsyncIterator[BaseEvent]:
+        """LangGraph's own resume convention, a bare ``forwardedProps.command.resume`` value without
+        interrupt ids, as the protocol's top-level ``resume`` answering the thread's one open
+        interrupt (the app's guard already converted entries that name their interrupts). With
+        several open, a bare value cannot say which it answers: the gate then refuses the run
+        (``PENDING_INTERRUPTS``); with none open it is ignored.
+
+        The run's input is amended in place, before the gate reads it: a stage has no other way to
+        hand the stages inside it a different input."""
+        value = _bare_resume(run_input.forwarded_props)
+        if run_input.resume is None and value is not None:
+            self._checkpoints.touch(run_input.thread_id)
+            state = await self._graph.aget_state({"configurable": {"thread_id": run_input.thread_id}})
+            if len(state.interrupts) == 1:
+                run_input.resume = [ResumeEntry(interrupt_id=state.interrupts[0].id, status="resolved", payload=value)]
+        async with aclosing(events):
+            async for event in events:
+                yield event
+
+    async def _trim_after(self, events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+        """Pass the run through; once it has ended (the gate no longer counts it as running),
+        bring the checkpointer back to its size."""
+        try:
+            async with aclosing(events):
+                async for event in events:
+                    yield event
+        finally:
+            held = self._gate.held_threads()
+            self._checkpoints.trim(running=held.running, paused=held.paused)
+
+
+def _bare_resume(forwarded_props: object) -> object | None:
+    command = forwarded_props.get("command") if isinstance(forwarded_props, dict) else None
+    return command.get("resume") if isinstance(command, dict) else None
+
+
+def bridge_input(run_input: RunAgentInput) -> RunAgentInput:
+    """The request as the bridge should read it: the resume is the top-level ``resume`` the gate
+    let through, never ``forwardedProps.command`` (the only part of it the bridge reads is
+    ``command.resume``: already converted when it could be, and not a resume the gate accepted when
+    it could not, e.g. a bare value with nothing open, which is then ignored)."""
+    props = run_input.forwarded_props
+    if isinstance(props, dict) and "command" in props:
+        return run_input.model_copy(update={"forwarded_props": {k: v for k, v in props.items() if k != "command"}})
+    return run_input

@@ -1,0 +1,150 @@
+"""The chat models behind the LangGraph route: the offline scripted model, or a real endpoint.
+
+``ScriptedChatModel`` is a real LangChain chat model (``BaseChatModel``): it reads the conversation
+the agent loop hands it, asks the runtime-neutral script (``runtimes.script``) what to say next, and
+streams that as ``AIMessageChunk`` pieces, text or tool-call chunks, through ``script.paced``. So
+the agent graph, its ToolNode, the checkpointer, the bridge and the emitter downstream all run
+their real code. One instance serves every thread, so it keeps no per-call state.
+
+With ``AGUI_MODEL=openai`` the route uses langchain-openai's ``ChatOpenAI`` (Chat Completions,
+which local servers such as Ollama, LM Studio and vLLM implement), with failures named
+(``errors.NamingChatOpenAI``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages.tool import tool_call_chunk
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from runtimes import script
+from runtimes.config import RuntimeSettings
+from runtimes.langgraph import cancel
+from runtimes.langgraph.errors import NamingChatOpenAI
+from runtimes.script import CallTools, Reply, Step, Turn, chunk_json
+
+ScriptStep = Callable[[Turn], Step]
+
+BACKEND_TOOLS = frozenset(
+    {
+        script.GET_WEATHER,
+        script.DELETE_FILE,
+        script.UPDATE_RECIPE,
+        script.WRITE_DOCUMENT,
+        script.RESEARCH_SPECIALIST,
+        script.LOOKUP_FACT,
+    }
+)
+"""Tools this server runs; any other tool a model is offered was declared by the client."""
+
+
+def turn_from_messages(messages: Sequence[BaseMessage], frontend_tools: Sequence[str] = ()) -> Turn:
+    """The script's view of a LangChain conversation: the latest user text and the tool results
+    that arrived after it, oldest first, each named by the assistant tool call it answers."""
+    names: dict[str, str] = {}
+    user_text, results = "", []
+    for message in messages:
+        if isinstance(message, AIMessage):
+            names.update((call["id"], call["name"]) for call in message.tool_calls if call.get("id"))
+        elif isinstance(message, HumanMessage) and message.text.strip():
+            user_text, results = message.text, []
+        elif isinstance(message, ToolMessage):
+            results.append((names.get(message.tool_call_id, "unknown"), message.text))
+    return Turn(user_text=user_text, results=results, frontend_tools=tuple(frontend_tools))
+
+
+class ScriptedChatModel(BaseChatModel):
+    """A deterministic chat model driven by one of the script's step functions."""
+
+    step: ScriptStep
+    delay_s: float = 0.0
+
+    @property
+    def _llm_type(self) -> str:
+        return "agui-scripted"
+
+    def bind_tools(self, tools: Sequence[Any], *, tool_choice: object = None, **kwargs: Any) -> Any:
+        """The tools offered, in the OpenAI function format a real chat model would send."""
+        return self.bind(tools=[convert_to_openai_tool(tool) for tool in tools], **kwargs)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        raise NotImplementedError("the scripted model only runs on the event loop (it streams)")
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        message: AIMessageChunk | None = None
+        async for chunk in self._astream(messages, stop, run_manager, **kwargs):
+            message = chunk.message if message is None else message + chunk.message
+        assert message is not None
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(**message.model_dump(exclude={"type"})))])
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        cancel.track()
+        offered = [tool["function"]["name"] for tool in kwargs.get("tools") or ()]
+        frontend = [name for name in offered if name not in BACKEND_TOOLS]
+        step = self.step(turn_from_messages(messages, frontend_tools=frontend))
+        async for chunk in script.paced(_chunks(step), self.delay_s):
+            yield ChatGenerationChunk(message=chunk)
+
+
+def _chunks(step: Step) -> list[AIMessageChunk]:
+    """One model turn as the chunks a streaming chat model yields, closed by an empty chunk with the
+    finish reason (as OpenAI-compatible endpoints stream it)."""
+    if isinstance(step, Reply):
+        chunks = [AIMessageChunk(content=piece) for piece in step.chunks]
+    else:
+        assert isinstance(step, CallTools)
+        chunks = []
+        for index, call in enumerate(step.calls):
+            call_id = f"call_{uuid.uuid4().hex[:24]}"  # named first, then the arguments, as OpenAI streams a call
+            chunks.append(_call_chunk(index, name=call.name, call_id=call_id, args=""))
+            chunks.extend(_call_chunk(index, args=piece) for piece in chunk_json(call.arguments))
+    finish = "stop" if isinstance(step, Reply) else "tool_calls"
+    chunks.append(AIMessageChunk(content="", response_metadata={"finish_reason": finish}, chunk_position="last"))
+    return chunks
+
+
+def _call_chunk(index: int, *, args: str, name: str | None = None, call_id: str | None = None) -> AIMessageChunk:
+    return AIMessageChunk(content="", tool_call_chunks=[tool_call_chunk(name=name, args=args, id=call_id, index=index)])
+
+
+def chat_model(settings: RuntimeSettings, step: ScriptStep) -> BaseChatModel:
+    """The chat model one agent of this route talks to. Building it never touches the network.
+
+    ``step`` is the script the offline model follows for this agent; a real model ignores it. A
+    missing or wrong key is only discovered by the first request, which ends in RUN_ERROR.
+    """
+    if settings.agui_model == "scripted":
+        return ScriptedChatModel(step=step, delay_s=settings.agui_script_delay_ms / 1000)
+    return NamingChatOpenAI(
+        model=settings.agui_model_id,
+        base_url=settings.openai_base_url,
+        api_key=settings.openai_api_key or "not-set",
+        timeout=settings.agui_model_timeout_s,
+        max_retries=0,  # the timeout bounds the whole call, as the setting promises
+        streaming=True,
+    )
