@@ -57,10 +57,13 @@ runtime = Runtime(
             "or a replayed resume reach the graph), so the shared interrupt gate enforces the top-level `resume`. "
             "ag-ui-langgraph 0.0.47 resumes two interrupts with a map LangGraph 1.2 refuses; the route resumes "
             "with LangGraph's id-keyed map (`RouteAgent`). A bare `forwardedProps.command.resume` value "
-            "(LangGraph's own convention) answers the thread's one open interrupt.",
+            "(LangGraph's own convention) answers the thread's one open interrupt (with none open it is "
+            "refused like any resume that names nothing open).",
             "The bridge filters every STATE_SNAPSHOT to the graph's state schema, dropping the client's other "
             "keys, and includes the LangChain transcript (`messages`) and the request's `tools`; "
-            "`runtimes/langgraph/state.py` lays each snapshot over the client's state without those two. "
+            "`runtimes/langgraph/state.py` opens each run with the client's state and lays each snapshot over "
+            "it without those two, sending one only when it changes what the client holds (the bridge sends "
+            "one whenever a node ends, so parallel tools would place them as timing has it). "
             "Predictive state is a PredictState CUSTOM event before the tool call; the final STATE_SNAPSHOT "
             "carries the document. A successful RUN_FINISHED has no `outcome` (legacy success).",
             "`LangGraphAgent` keeps per-run state on itself (ag-ui#1277): every run gets its own `clone()`, "

@@ -55,6 +55,8 @@ from runtimes.model_errors import ModelError, describe
 PREDICT_STATE = [{"state_key": "document", "tool": script.WRITE_DOCUMENT, "tool_argument": "document"}]
 """``write_document``'s ``document`` argument is the state key ``document`` while it streams (the
 bridge reads this from the run's metadata and emits a PredictState CUSTOM event)."""
+BARE_RESUME = "forwardedProps.command.resume"
+"""The interrupt a bare legacy resume names when nothing is open (no interrupt has this id)."""
 _HOOKS = ("_build_command_from_agui_resume", "clone")
 """What ``RouteAgent`` overrides or calls on ``LangGraphAgent``."""
 
@@ -146,9 +148,10 @@ class LangGraphBridge:
     ) -> AsyncIterator[BaseEvent]:
         """LangGraph's own resume convention, a bare ``forwardedProps.command.resume`` value without
         interrupt ids, as the protocol's top-level ``resume`` answering the thread's one open
-        interrupt (the app's guard already converted entries that name their interrupts). With
-        several open, a bare value cannot say which it answers: the gate then refuses the run
-        (``PENDING_INTERRUPTS``); with none open it is ignored.
+        interrupt (the app's guard already converted entries that name their interrupts), so the
+        gate holds it to the same rules. With several open, a bare value cannot say which it
+        answers (the gate refuses the run: ``PENDING_INTERRUPTS``); with none open, it answers
+        nothing (``UNKNOWN_INTERRUPT_ID``), so a repeated answer never runs anything again.
 
         The run's input is amended in place, before the gate reads it: a stage has no other way to
         hand the stages inside it a different input."""
@@ -156,8 +159,9 @@ class LangGraphBridge:
         if run_input.resume is None and value is not None:
             self._checkpoints.touch(run_input.thread_id)
             state = await self._graph.aget_state({"configurable": {"thread_id": run_input.thread_id}})
-            if len(state.interrupts) == 1:
-                run_input.resume = [ResumeEntry(interrupt_id=state.interrupts[0].id, status="resolved", payload=value)]
+            if len(state.interrupts) <= 1:
+                answered = state.interrupts[0].id if state.interrupts else BARE_RESUME
+                run_input.resume = [ResumeEntry(interrupt_id=answered, status="resolved", payload=value)]
         async with aclosing(events):
             async for event in events:
                 yield event
@@ -183,7 +187,7 @@ def bridge_input(run_input: RunAgentInput) -> RunAgentInput:
     """The request as the bridge should read it: the resume is the top-level ``resume`` the gate
     let through, never ``forwardedProps.command`` (the only part of it the bridge reads is
     ``command.resume``: already converted when it could be, and not a resume the gate accepted when
-    it could not, e.g. a bare value with nothing open, which is then ignored)."""
+    it could not: a bare value with several interrupts open)."""
     props = run_input.forwarded_props
     if isinstance(props, dict) and "command" in props:
         return run_input.model_copy(update={"forwarded_props": {k: v for k, v in props.items() if k != "command"}})
