@@ -13,9 +13,12 @@ bridge's own endpoint does); the compiled graph, the models and the checkpointer
 
 What the bridge lacks is added as the runtime's own stages (``runtimes.base.Stage``), innermost first:
 
+* ``cancel.cancel_model_calls``: a run that ends (its client left) stops its model calls, the
+  specialists' included, which LangGraph leaves running;
 * ``subagents.NativeSubagents``: the native SUBAGENT_* surface held to the emitter's rules;
 * ``errors.name_model_errors``: ``MODEL_*`` codes on the SUBAGENT_ERROR and RUN_ERROR of a failed model;
-* ``state.client_state_snapshots``: snapshots keep the client's own state keys;
+* ``state.client_state_snapshots``: every run opens with the client's state, and each snapshot
+  keeps the client's own keys and says something new;
 * the interrupt gate (``runtimes.interrupts``): the bridge checks no resume at all (an unknown id,
   a partial or a replayed resume all reach the graph), so the shared gate enforces the protocol's
   strict top-level ``resume``. Its accepted resume reaches LangGraph as an id-keyed resume map
@@ -57,12 +60,13 @@ PREDICT_STATE = [{"state_key": "document", "tool": script.WRITE_DOCUMENT, "tool_
 bridge reads this from the run's metadata and emits a PredictState CUSTOM event)."""
 BARE_RESUME = "forwardedProps.command.resume"
 """The interrupt a bare legacy resume names when nothing is open (no interrupt has this id)."""
-_HOOKS = ("_build_command_from_agui_resume", "clone")
+_HOOKS = ("_build_command_from_agui_resume", "get_schema_keys", "clone")
 """What ``RouteAgent`` overrides or calls on ``LangGraphAgent``."""
 
 
 class RouteAgent(LangGraphAgent):
-    """``LangGraphAgent`` that resumes LangGraph the way LangGraph 1.2 requires.
+    """``LangGraphAgent`` that resumes LangGraph the way LangGraph 1.2 requires (and reads its
+    graph's schema without a deprecation warning per run).
 
     ag-ui-langgraph 0.0.47 turns a top-level ``resume`` of several entries into one
     ``Command(resume={"__agui_resume_map__": ...})``, which LangGraph refuses while several interrupts
@@ -75,6 +79,13 @@ class RouteAgent(LangGraphAgent):
 
     def _build_command_from_agui_resume(self, entries: list[ResumeEntry], **_: Any) -> Command:
         return Command(resume={entry.interrupt_id: _answer(entry) for entry in entries})
+
+    def get_schema_keys(self, config: Any) -> Any:
+        """The bridge's own, without the warning it raises on every run: it reads the graph's
+        config schema with an API LangGraph 1.x deprecates (the fix is the bridge's)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LangGraphDeprecatedSinceV10)
+            return super().get_schema_keys(config)
 
 
 def _answer(entry: ResumeEntry) -> object:
@@ -112,9 +123,6 @@ class LangGraphBridge:
         missing = [name for name in _HOOKS if not callable(getattr(LangGraphAgent, name, None))]
         if missing:
             raise RuntimeError(f"ag-ui-langgraph changed: LangGraphAgent has no {', '.join(missing)} (used here)")
-        # ag-ui-langgraph 0.0.47 reads the graph's schema keys with an API LangGraph 1.x deprecates,
-        # on every run; the warning is the bridge's to fix and says nothing about a run.
-        warnings.filterwarnings("ignore", "`get_config_jsonschema` is deprecated", LangGraphDeprecatedSinceV10)
         self._checkpoints = ThreadCheckpoints(settings.agui_thread_cache_size)
         self._graph = graph_for(settings, self._checkpoints)
         self._agent = agent_for(self._graph, RouteAgent)
