@@ -1,8 +1,9 @@
 # AG-UI multi-runtime server. Build: docker build -t agui-multiruntime .
 # Run:   docker run -p 8000:8000 agui-multiruntime   (offline scripted model, every route)
-# See docs/deploy.md. `make boot-check` proves, without a Docker engine, that what this file
-# installs boots and serves every route: it copies the same build context (.dockerignore) and
-# runs the same `uv sync` steps (deploy/boot_check.py INSTALL_STEPS; a test keeps them equal).
+# See docs/deploy.md. `make image-check` builds this file as it is (docker, or podman where no
+# docker engine runs), runs the image with -p and drives every route from outside. `make
+# boot-check` proves what this file installs boots, without an engine: same build context
+# (.dockerignore), same `uv sync` steps (deploy/boot_check.py INSTALL_STEPS; a test keeps them equal).
 
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
 
@@ -13,18 +14,26 @@ ENV UV_PROJECT_ENVIRONMENT=/opt/venv \
     UV_PYTHON_DOWNLOADS=never \
     UV_COMPILE_BYTECODE=1 \
     UV_LINK_MODE=copy \
-    PIP_DISABLE_PIP_VERSION_CHECK=1
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_CERT=/etc/ssl/certs/ca-certificates.crt \
+    UV_SYSTEM_CERTS=1
 
-RUN pip install --no-cache-dir uv==0.13.9
+# Downloads trust the system CA bundle. Behind a TLS-intercepting proxy, pass yours as the build
+# secret "ca-certificates" (docs/deploy.md): it stands in for that bundle during each download
+# step only, and never enters a layer.
+RUN --mount=type=secret,id=ca-certificates,target=/etc/ssl/certs/ca-certificates.crt \
+    pip install --no-cache-dir uv==0.13.9
 
 WORKDIR /src
 # Dependencies first (their layer is reused until the lock changes). --locked: a uv.lock
 # that no longer matches pyproject.toml fails the build instead of installing something else.
 COPY pyproject.toml uv.lock ./
-RUN uv sync --locked --no-dev --no-install-project
+RUN --mount=type=secret,id=ca-certificates,target=/etc/ssl/certs/ca-certificates.crt \
+    uv sync --locked --no-dev --no-install-project
 # Then the app itself, as a regular (non-editable) package: the image keeps no source tree.
 COPY . .
-RUN uv sync --locked --no-dev --no-editable
+RUN --mount=type=secret,id=ca-certificates,target=/etc/ssl/certs/ca-certificates.crt \
+    uv sync --locked --no-dev --no-editable
 
 # --- runtime: the environment only, run by an unprivileged user ---
 FROM ${PYTHON_IMAGE}

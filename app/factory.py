@@ -6,6 +6,7 @@ from fastapi import FastAPI
 
 from app.config import Settings
 from app.health import health_router
+from app.inspector import add_inspector
 from app.keepalive import SSEKeepalive
 from app.mounting import mount
 from app.pipeline import RoutePipeline
@@ -23,7 +24,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for runtime in RUNTIMES:
         pipeline = RoutePipeline(runtime, runtime.build(settings), settings)
         app.state.pipelines[runtime.route] = pipeline
-        mount(app, pipeline, max_body_bytes=settings.agui_max_body_bytes)
+        mount(app, pipeline, limits=settings.limits())
     app.add_middleware(SSEKeepalive, paths=frozenset(app.state.pipelines), interval_s=settings.agui_keepalive_s)
-    add_security(app, settings)  # outermost: CORS answers preflights, then the token gate
+    add_security(app, settings)  # CORS answers preflights, then the token gate
+    add_inspector(app)  # outermost: the page holds no secret, so it is served before the token gate
     return app

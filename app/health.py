@@ -25,7 +25,8 @@ def health_router(runtimes: Sequence[Runtime], settings: Settings) -> APIRouter:
 
     @router.get("/")
     async def capabilities() -> dict:
-        """Every mounted runtime, its bridge version, and a sample prompt per feature."""
+        """Every mounted runtime, its bridge version, a sample prompt per feature, and the surfaces
+        it cannot show, with the upstream cause (docs/matrix.md, gaps)."""
         return listing
 
     return router
@@ -39,7 +40,13 @@ def _capabilities(runtimes: Sequence[Runtime], settings: Settings) -> dict:
         "model": settings.agui_model,
         "subagentEvents": settings.agui_subagent_events,
         "runtimes": [
-            {**asdict(describe(runtime)), "method": "POST", "features": features} for runtime in runtimes
+            {
+                **asdict(describe(runtime)),
+                "method": "POST",
+                "features": features,
+                "gaps": [asdict(gap) for gap in runtime.known.gaps],
+            }
+            for runtime in runtimes
         ],
         "howTo": {
             "request": "POST a RunAgentInput (JSON) to a runtime route; read Server-Sent Events.",

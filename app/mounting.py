@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from app.guard import BadRequest, read_run_input
+from app.guard import BadRequest, Limits, read_run_input
 from app.pipeline import RoutePipeline
 from runtimes.base import Runtime
 
@@ -30,12 +30,12 @@ REQUEST_SCHEMA = {
 }
 
 
-def mount(app: FastAPI, pipeline: RoutePipeline, *, max_body_bytes: int) -> None:
+def mount(app: FastAPI, pipeline: RoutePipeline, *, limits: Limits) -> None:
     """Register ``POST <route>`` for ``pipeline``'s runtime."""
 
     async def run(request: Request) -> Response:
         try:
-            run_input = await read_run_input(request, max_body_bytes)
+            run_input = await read_run_input(request, limits)
         except BadRequest as refused:
             return refused.response()
         return StreamingResponse(pipeline.stream(run_input), media_type="text/event-stream", headers=SSE_HEADERS)

@@ -5,7 +5,10 @@ innermost first, and why they sit where they do:
 
 1. ``bridge.run(input)``: the runtime's upstream AG-UI bridge (``runtimes/<name>/``).
 2. ``bridge.stages``: the runtime's own fixes to what its bridge emits (complete snapshots, model
-   error codes, cancelled approvals...), declared by the runtime, applied in its order.
+   error codes, cancelled approvals...), declared by the runtime, applied in its order; then
+   ``ApprovalLedger.stage`` (``app.approvals``), which decides what a run may leave parked (and
+   answers a resume of an evicted approval); then ``limit_model_calls`` (``runtimes.budget``),
+   which gives the run its model-call budget before any of them starts the bridge.
 3. ``emit_subagents`` (``emitters.core``): SUBAGENT_* lifecycle and attribution. Inside the error
    boundary, so it sees the terminal event it must close its subagents before; it closes them on
    an exception or an early stop too, before the boundary reports it.
@@ -13,10 +16,12 @@ innermost first, and why they sit where they do:
    terminal event last, whatever the stages inside did (an escaping exception becomes RUN_ERROR
    with the bridge's name for it, a stop mid-run becomes RUN_ERROR ``INCOMPLETE_RUN``).
 5. ``Pump.drain`` (``app.pump``): stages 1-4 run in one task and context of their own, with
-   backpressure; what the dialects put out of band is merged in live.
+   backpressure; what the dialects put out of band is merged in live; at shutdown a run that does
+   not finish in time ends with RUN_ERROR ``SERVER_SHUTDOWN``, its subagents closed first.
 6. :func:`encode_sse`: each event as its SSE frame; an event that cannot be encoded ends the run
    with RUN_ERROR ``ENCODING_ERROR`` instead of a cut stream.
-7. ``log_run`` (``app.runlog``): one summary line per run, of what the client was sent.
+7. ``log_run`` (``app.runlog``): one summary line per run, of what the client was sent (the one
+   line a failure gets; the stages above log their detail at debug).
 
 Every stage closes its input when it ends, so a client that goes away stops the bridge at once.
 """
@@ -31,16 +36,24 @@ from dataclasses import dataclass, field
 from ag_ui.core import BaseEvent, EventType, RunAgentInput, RunErrorEvent, RunStartedEvent
 from ag_ui.encoder import EventEncoder
 
+from app.approvals import CODES as APPROVAL_CODES
+from app.approvals import ApprovalLedger
 from app.config import Settings
-from app.pump import TERMINAL, Pump
+from app.pump import SERVER_SHUTDOWN, TERMINAL, Pump
 from app.runlog import log_run
 from emitters.core import NativeLatch, SubagentRun, emit_subagents, subagent_events_enabled
 from runtimes.base import Bridge, Runtime
+from runtimes.budget import limit_model_calls
+from runtimes.model_errors import MODEL_CODES
 
 logger = logging.getLogger("agui.pipeline")
 
 INCOMPLETE_RUN = "INCOMPLETE_RUN"
 ENCODING_ERROR = "ENCODING_ERROR"
+INTERNAL_ERROR = "INTERNAL_ERROR"
+RUNTIME_ERROR = "RUNTIME_ERROR"
+PIPELINE_CODES = frozenset({INCOMPLETE_RUN, ENCODING_ERROR, INTERNAL_ERROR, RUNTIME_ERROR, SERVER_SHUTDOWN})
+"""The RUN_ERROR codes the pipeline itself sends (docs/errors.md, with every other code)."""
 _ENCODER = EventEncoder()
 
 
@@ -52,32 +65,40 @@ class RoutePipeline:
     bridge: Bridge
     settings: Settings
     latch: NativeLatch = field(init=False)
+    ledger: ApprovalLedger = field(init=False)
+    codes: frozenset[str] = field(init=False)
+    """Every RUN_ERROR code this route documents; a bridge's other codes go out as RUNTIME_ERROR."""
 
     def __post_init__(self) -> None:
         self.latch = NativeLatch(self.runtime.route)
+        self.ledger = ApprovalLedger(self.settings.approval_limits(), self.bridge.forget)
+        self.codes = PIPELINE_CODES | MODEL_CODES | APPROVAL_CODES | self.runtime.known.run_error_codes()
 
     def stream(self, run_input: RunAgentInput) -> AsyncIterator[bytes]:
         """The SSE bytes of one run of ``run_input``."""
-        pump = Pump()
         subagents = SubagentRun(
             self.latch,
             thread_id=run_input.thread_id,
-            out=pump.put,
+            out=lambda event: pump.put(event),
             enabled=subagent_events_enabled(run_input.forwarded_props, self.settings.agui_subagent_events),
             interrupt_owner=self.bridge.interrupt_owner,
         )
+        pump = Pump(closing=lambda: subagents.visible(subagents.close_all("The server is shutting down.")))
         events = self.bridge.run(run_input)
         for stage in self.bridge.stages:
             events = stage(events, run_input)
-        events = one_run(emit_subagents(events, subagents), run_input, self.bridge)
+        events = self.ledger.stage(events, run_input)
+        events = limit_model_calls(events, self.settings.agui_max_model_calls)
+        events = one_run(emit_subagents(events, subagents), run_input, self.bridge, self.codes)
         frames = encode_sse(pump.drain(events))
         return log_run(frames, runtime=self.runtime.name, thread_id=run_input.thread_id, run_id=run_input.run_id)
 
 
 async def one_run(
-    events: AsyncIterator[BaseEvent], run_input: RunAgentInput, bridge: Bridge
+    events: AsyncIterator[BaseEvent], run_input: RunAgentInput, bridge: Bridge, codes: frozenset[str]
 ) -> AsyncIterator[BaseEvent]:
-    """The error boundary: exactly one run, opened by RUN_STARTED and closed by one terminal event."""
+    """The error boundary: exactly one run, opened by RUN_STARTED and closed by one terminal event,
+    a RUN_ERROR always with one of the route's documented ``codes``."""
     started = False
     try:
         async with aclosing(events):
@@ -85,6 +106,9 @@ async def one_run(
                 if not started and event.type != EventType.RUN_STARTED:
                     yield _run_started(run_input)
                 started = True
+                if event.type == EventType.RUN_ERROR and event.code not in codes:
+                    logger.debug("code=%s | a bridge code no document lists, sent as %s", event.code, RUNTIME_ERROR)
+                    event = event.model_copy(update={"code": RUNTIME_ERROR})
                 yield event
                 if event.type in TERMINAL:
                     return
@@ -92,7 +116,7 @@ async def one_run(
         error = _run_error(exc, bridge, run_input)
     else:
         error = RunErrorEvent(message="The run ended before it finished.", code=INCOMPLETE_RUN)
-        logger.warning("code=%s thread=%.64r | the bridge stopped mid-run", INCOMPLETE_RUN, run_input.thread_id)
+        logger.debug("code=%s thread=%.64r | the bridge stopped mid-run", INCOMPLETE_RUN, run_input.thread_id)
     if not started:
         yield _run_started(run_input)
     yield error
@@ -104,10 +128,9 @@ def _run_started(run_input: RunAgentInput) -> RunStartedEvent:
 
 def _run_error(exc: Exception, bridge: Bridge, run_input: RunAgentInput) -> RunErrorEvent:
     named = bridge.describe_error(exc)
-    code = named.code if named is not None else type(exc).__name__
-    message = str(named) if named is not None else (str(exc) or type(exc).__name__)
-    logger.warning("code=%s thread=%.64r | the run failed: %s", code, run_input.thread_id, message)
-    logger.debug("the run's failure", exc_info=exc)
+    code = named.code if named is not None else INTERNAL_ERROR
+    message = str(named) if named is not None else f"The run failed ({type(exc).__name__})."
+    logger.debug("code=%s thread=%.64r | the run failed: %s", code, run_input.thread_id, message, exc_info=exc)
     return RunErrorEvent(message=message, code=code)
 
 
@@ -119,7 +142,7 @@ async def encode_sse(events: AsyncIterator[BaseEvent]) -> AsyncIterator[tuple[Ba
             try:
                 frame = _ENCODER.encode(event).encode()
             except Exception as exc:  # noqa: BLE001 - pydantic's serialization error, a non-UTF-8 string
-                logger.warning("code=%s event=%s | cannot encode: %s", ENCODING_ERROR, event.type.value, exc)
+                logger.debug("code=%s event=%s | cannot encode: %s", ENCODING_ERROR, event.type.value, exc)
                 message = f"An event could not be encoded ({event.type.value})."
                 error = RunErrorEvent(message=message, code=ENCODING_ERROR)
                 yield error, _ENCODER.encode(error).encode()

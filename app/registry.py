@@ -7,9 +7,10 @@ the boot and image checks, the benchmarks, the server's log settings) reads this
 
 from __future__ import annotations
 
+from runtimes.adk import runtime as adk
 from runtimes.base import Runtime
 from runtimes.langgraph import runtime as langgraph
 from runtimes.msaf import runtime as msaf
 from runtimes.strands import runtime as strands
 
-RUNTIMES: tuple[Runtime, ...] = (strands, msaf, langgraph)
+RUNTIMES: tuple[Runtime, ...] = (strands, msaf, langgraph, adk)

@@ -1,7 +1,8 @@
 """One structured log line per run: runtime, thread, run, event counts, duration, outcome.
 
-No message content and no secrets: only ids, counts and codes. Set ``LOG_LEVEL=debug`` to see
-the bridges' own (content-bearing) debug logs instead.
+At INFO, or at WARNING when the run ended in RUN_ERROR: then it is the one line a failure gets
+(its ``outcome`` carries the code); the bridges' own records, tracebacks included, appear only
+with ``LOG_LEVEL=debug``. No message content and no secrets: only ids, counts and codes.
 """
 
 from __future__ import annotations
@@ -16,6 +17,12 @@ from contextlib import aclosing
 from ag_ui.core import BaseEvent, EventType
 
 logger = logging.getLogger("agui.run")
+ID_IN_LOG = 128
+"""Ids come from clients: the log keeps at most this many characters of each."""
+
+
+def _short(value: str) -> str:
+    return value if len(value) <= ID_IN_LOG else value[:ID_IN_LOG] + "…"
 
 
 async def log_run(
@@ -35,17 +42,18 @@ async def log_run(
                     outcome = f"error:{event.code or 'UNKNOWN'}"
                 yield frame
     finally:
-        logger.info(
+        logger.log(
+            logging.WARNING if outcome.startswith("error:") else logging.INFO,
             json.dumps(
                 {
                     "event": "run",
                     "runtime": runtime,
-                    "threadId": thread_id,
-                    "runId": run_id,
+                    "threadId": _short(thread_id),
+                    "runId": _short(run_id),
                     "outcome": outcome,
                     "durationMs": round((time.perf_counter() - started) * 1000, 1),
                     "events": dict(counts),
                 },
                 separators=(",", ":"),
-            )
+            ),
         )

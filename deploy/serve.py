@@ -14,11 +14,19 @@ FORWARDED_ALLOW_IPS    127.0.0.1      proxies whose X-Forwarded-* headers are tr
                                       (comma list, or * behind a platform's proxy)
 LOG_LEVEL              info           critical, error, warning, info, debug, trace
 LOG_FORMAT             plain          plain: one readable line; json: one JSON object
-SHUTDOWN_TIMEOUT_S     10             on SIGTERM, open SSE streams get this long to end
+SHUTDOWN_TIMEOUT_S     6              on SIGTERM, open SSE streams get this long to end (a
+                                      run still going a second before ends with RUN_ERROR
+                                      SERVER_SHUTDOWN); keep it under the platform's stop
+                                      timeout (docker: 10 s), or the process is killed first
+HEADER_TIMEOUT_S       10             a request's headers must arrive within this
+LIMIT_CONCURRENCY      1000           connections + requests in flight; more get HTTP 503
+TIMEOUT_KEEP_ALIVE_S   5              an idle keep-alive connection is closed after this
 =====================  =============  ===================================================
 
 The app's own settings (``AGUI_MODEL``, ``OPENAI_BASE_URL``, ...) are read by
-``app.config.Settings`` when uvicorn calls the factory.
+``app.config.Settings`` when uvicorn calls the factory; they are checked here first, so a bad
+value stops the start with one line naming the variable. HTTP runs on ``deploy.http.GuardedHttp``
+(header deadline, graceful end of streams on shutdown).
 
 Workers: pending approvals and per-thread agents live in the memory of the worker that
 served the run. With more than one worker, the resume request must reach the same worker
@@ -31,13 +39,16 @@ import json
 import logging
 import logging.config
 import os
+import signal
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import uvicorn
+from pydantic import ValidationError
 
+from app.config import Settings
 from app.registry import RUNTIMES
 
 APP_FACTORY = "app.factory:create_app"
@@ -45,8 +56,10 @@ LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 LOG_FORMATS = ("plain", "json")
 PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 BRIDGE_LOGGERS = tuple(name for runtime in RUNTIMES for name in runtime.loggers)
-"""The runtimes and bridges log every event (and at debug, content) at INFO; below debug, the one
-summary line per run from ``app.runlog`` speaks for them and they log warnings only."""
+"""The runtimes and bridges log every event at INFO and every failure of a run, at length, with
+tracebacks (one model failure is three or four records). Below debug they are silent but for
+CRITICAL: the run's own line from ``app.runlog`` speaks for them, one per run, at WARNING with the
+RUN_ERROR code when the run failed. ``LOG_LEVEL=debug`` shows all of their records."""
 
 log = logging.getLogger("deploy.serve")
 
@@ -61,7 +74,10 @@ class ServeConfig:
     forwarded_allow_ips: str = "127.0.0.1"
     log_level: str = "info"
     log_format: str = "plain"
-    shutdown_timeout_s: int = 10
+    shutdown_timeout_s: int = 6
+    header_timeout_s: int = 10
+    limit_concurrency: int = 1000
+    timeout_keep_alive_s: int = 5
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ServeConfig:
@@ -74,6 +90,9 @@ class ServeConfig:
             log_level=env.get("LOG_LEVEL", cls.log_level).strip().lower(),
             log_format=env.get("LOG_FORMAT", cls.log_format).strip().lower(),
             shutdown_timeout_s=_int(env, "SHUTDOWN_TIMEOUT_S", cls.shutdown_timeout_s, low=0),
+            header_timeout_s=_int(env, "HEADER_TIMEOUT_S", cls.header_timeout_s, low=1),
+            limit_concurrency=_int(env, "LIMIT_CONCURRENCY", cls.limit_concurrency, low=1),
+            timeout_keep_alive_s=_int(env, "TIMEOUT_KEEP_ALIVE_S", cls.timeout_keep_alive_s, low=1),
         )
         if config.log_level not in LOG_LEVELS:
             raise ValueError(f"LOG_LEVEL={config.log_level!r} is not one of {', '.join(LOG_LEVELS)}")
@@ -128,9 +147,20 @@ def log_config(config: ServeConfig) -> dict:
         "root": {"handlers": ["stderr"], "level": level},
         "loggers": {
             **{name: {"handlers": [], "propagate": True} for name in ("uvicorn", "uvicorn.access")},
-            **({} if level == "DEBUG" else {name: {"level": "WARNING"} for name in BRIDGE_LOGGERS}),
+            **({} if level == "DEBUG" else {name: {"level": "CRITICAL"} for name in BRIDGE_LOGGERS}),
         },
     }
+
+
+def settings_problem() -> str | None:
+    """What is wrong with the app's settings in this environment, in one line, or None."""
+    try:
+        Settings()
+    except ValidationError as error:
+        return "; ".join(
+            f"{str(problem['loc'][0]).upper()}={problem.get('input')!r}: {problem['msg']}" for problem in error.errors()
+        )
+    return None
 
 
 def main() -> None:
@@ -138,6 +168,12 @@ def main() -> None:
         config = ServeConfig.from_env(os.environ)
     except ValueError as error:
         sys.exit(f"deploy.serve: {error}")
+    problem = settings_problem()
+    if problem is not None:
+        sys.exit(f"deploy.serve: {problem}")
+    # uvicorn stops gracefully on SIGTERM, then raises the signal again for the handler in place
+    # before it started: this one, so a clean stop (docker stop) exits 0, not 143.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     logging.config.dictConfig(log_config(config))
     if config.workers > 1:
         log.warning(
@@ -156,6 +192,9 @@ def main() -> None:
         log_level=config.log_level,
         log_config=log_config(config),
         timeout_graceful_shutdown=config.shutdown_timeout_s,
+        http="deploy.http:GuardedHttp",
+        limit_concurrency=config.limit_concurrency,
+        timeout_keep_alive=config.timeout_keep_alive_s,
     )
 
 

@@ -65,6 +65,11 @@ class Bridge(Protocol):
     def held_threads(self) -> HeldThreads:
         """What the bridge keeps per thread right now."""
 
+    def forget(self, thread_id: str) -> None:
+        """Drop what the bridge keeps for a thread waiting for an approval: the app's approval
+        ledger evicted it or refused to park it (``app/approvals.py``). A bridge never drops a
+        waiting thread on its own."""
+
 
 Situation = Literal[
     "resume with an unknown interrupt id",
@@ -112,9 +117,18 @@ class Known:
     invalid_captures: Mapping[str, str] = field(default_factory=dict)
     """Scenario -> why its committed capture is an invalid stream (an upstream bug both verifiers
     must keep rejecting until it is fixed)."""
+    codes: tuple[str, ...] = ()
+    """RUN_ERROR codes the bridge may send beyond those in ``answers`` (documented in docs/errors.md;
+    any other code a bridge sends reaches the client as ``RUNTIME_ERROR``)."""
 
     def gap(self, surface: str) -> Gap | None:
         return next((gap for gap in self.gaps if gap.surface == surface), None)
+
+    def run_error_codes(self) -> frozenset[str]:
+        """Every RUN_ERROR code of the bridge's own this runtime documents."""
+        return frozenset(code for answers in self.answers.values() for code in answers if code != FINISHED) | set(
+            self.codes
+        )
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,9 @@ class RuntimeSettings(BaseSettings):
     agui_script_delay_ms: float = Field(
         default=15.0, ge=0, description="Pause between the scripted model's streamed chunks."
     )
+    agui_max_model_calls: int = Field(
+        default=20, gt=0, description="Model calls a run may make, its specialists' included (runtimes/budget.py)."
+    )
     agui_thread_cache_size: int = Field(
         default=256, gt=0, description="Per-thread agents kept in memory (least recently used are dropped)."
     )

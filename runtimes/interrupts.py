@@ -7,10 +7,10 @@ their own convention and check little. A runtime whose bridge lacks the rules pu
 its stages (outside any stage that turns the bridge's convention into the standard outcome) and
 translates the resume it lets through into its bridge's own shape.
 
-What the gate holds per thread, bounded (``max_threads``, the least recently used dropped first,
-threads waiting for an answer only after every other): the interrupts still open, the answer that
-settled the last ones (so a replay of it is recognised), and whether a run is in flight. A thread
-dropped while an answer was awaited is remembered (bounded too), so its late resume learns why.
+What the gate holds per thread: the interrupts still open, the answer that settled the last ones
+(so a replay of it is recognised), and whether a run is in flight. Idle threads are bounded
+(``max_threads``, the least recently used dropped first); threads waiting for an answer are the
+app's approval ledger's to bound (``app/approvals.py``), which drops one through :meth:`forget`.
 
 The answers, with their stable codes (docs/errors.md):
 
@@ -25,7 +25,6 @@ a resume that leaves an open interrupt unanswered (or is empty)  ``PARTIAL_RESUM
 a resolved answer whose payload the interrupt's schema refuses   ``INVALID_PAYLOAD``
 the settled answer sent again                                    ``RUN_FINISHED``, nothing runs
 a different answer to an interrupt already settled               ``INTERRUPT_ALREADY_ANSWERED``
-a resume for a thread the gate had to drop                       ``INTERRUPT_EXPIRED``
 ===============================================================  ==============================
 
 A refusal is a complete run, RUN_STARTED then RUN_ERROR, and changes nothing: the open interrupts
@@ -62,7 +61,6 @@ DUPLICATE_INTERRUPT_ID = "DUPLICATE_INTERRUPT_ID"
 PARTIAL_RESUME = "PARTIAL_RESUME"
 INVALID_PAYLOAD = "INVALID_PAYLOAD"
 INTERRUPT_ALREADY_ANSWERED = "INTERRUPT_ALREADY_ANSWERED"
-INTERRUPT_EXPIRED = "INTERRUPT_EXPIRED"
 
 APPROVAL_SCHEMA = {
     "type": "object",
@@ -89,6 +87,7 @@ class _Thread:
     open: dict[str, Interrupt] = field(default_factory=dict)
     settled: dict[str, str] = field(default_factory=dict)  # interrupt id -> its answer, canonical JSON
     running: bool = False
+    forgotten: bool = False  # the ledger dropped it while its run was in flight
 
 
 class InterruptGate:
@@ -96,7 +95,6 @@ class InterruptGate:
 
     def __init__(self, max_threads: int) -> None:
         self._threads: OrderedDict[str, _Thread] = OrderedDict()
-        self._expired: OrderedDict[str, None] = OrderedDict()
         self._max_threads = max_threads
 
     async def stage(self, events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
@@ -121,6 +119,8 @@ class InterruptGate:
                     yield event
         finally:
             thread.running = False
+            if thread.forgotten:
+                self.forget(thread_id)
             self._trim()
 
     def admit(self, run_input: RunAgentInput) -> _Thread:
@@ -130,8 +130,6 @@ class InterruptGate:
         thread = self._threads.get(thread_id)
         resume = run_input.resume
         if thread is None:
-            if resume and thread_id in self._expired:
-                raise Refused(INTERRUPT_EXPIRED, "The approval this resume answers expired: the server had to drop it.")
             if resume:
                 raise Refused(UNKNOWN_INTERRUPT_ID, "Nothing on this thread is waiting for an answer.")
             thread = self._threads[thread_id] = _Thread()
@@ -151,6 +149,15 @@ class InterruptGate:
             thread.open = {}
         thread.running = True
         return thread
+
+    def forget(self, thread_id: str) -> None:
+        """Drop a thread waiting for an answer (the app's approval ledger evicted or refused it):
+        now, or when its run ends if one is in flight."""
+        thread = self._threads.get(thread_id)
+        if thread is not None and thread.running:
+            thread.forgotten = True
+        elif thread is not None:
+            del self._threads[thread_id]
 
     def held_threads(self) -> HeldThreads:
         return HeldThreads(
@@ -184,21 +191,14 @@ class InterruptGate:
                     raise Refused(INVALID_PAYLOAD, f"The answer to {entry.interrupt_id!r}: {exc.message}") from None
 
     def _trim(self) -> None:
-        """Back to ``max_threads``: idle threads first, then those waiting for an answer (remembered
-        as expired); never a thread with a run in flight."""
+        """Back to ``max_threads`` as far as idle threads allow (waiting and running ones stay)."""
         excess = len(self._threads) - self._max_threads
-        for waiting in (False, True):
-            for thread_id, thread in list(self._threads.items()):
-                if excess <= 0:
-                    return
-                if thread.running or bool(thread.open) != waiting:
-                    continue
+        for thread_id, thread in list(self._threads.items()):
+            if excess <= 0:
+                return
+            if not thread.running and not thread.open:
                 del self._threads[thread_id]
                 excess -= 1
-                if waiting:
-                    self._expired[thread_id] = None
-                    while len(self._expired) > 4 * self._max_threads:
-                        self._expired.popitem(last=False)
 
 
 def _answer(entry: ResumeEntry) -> str:

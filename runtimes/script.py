@@ -70,8 +70,7 @@ FEATURES: tuple[Feature, ...] = (
         "subagent",
         "research",
         "Research the history of Lisbon",
-        "Delegates to the specialist agent research_specialist (tool lookup_fact); "
-        "streams SUBAGENT_* events.",
+        "Delegates to the specialist agent research_specialist (tool lookup_fact); streams SUBAGENT_* events.",
     ),
     Feature(
         "parallel_subagents",
@@ -94,6 +93,8 @@ UPDATE_RECIPE = "update_recipe"
 WRITE_DOCUMENT = "write_document"
 RESEARCH_SPECIALIST = "research_specialist"
 LOOKUP_FACT = "lookup_fact"
+BACKEND_TOOLS = frozenset({GET_WEATHER, DELETE_FILE, UPDATE_RECIPE, WRITE_DOCUMENT, RESEARCH_SPECIALIST, LOOKUP_FACT})
+"""Tools the server runs; any other tool a model is offered was declared by the client."""
 
 PARENT_INSTRUCTIONS = (
     "You are the demo assistant of a multi-runtime AG-UI server. Use get_weather for weather, "

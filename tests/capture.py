@@ -2,7 +2,7 @@
 
     python -m tests.capture        (or ``make captures``, which also regenerates docs/matrix.md)
 
-Runs every scenario of ``tests/scenarios.py`` on every route of ``app.registry.RUNTIMES``, on the
+Runs every scenario of ``verifier/scenarios.py`` on every route of ``app.registry.RUNTIMES``, on the
 offline model, and writes each response's raw SSE bytes untouched to
 ``tests/captures/<runtime>/<surface>[.<turn>].sse`` (a turn number when the scenario has a second
 turn). Beside each one, ``<same name>.json`` records the request that produced it, when, and the
@@ -27,9 +27,9 @@ from pathlib import Path
 from app.config import Settings
 from app.registry import RUNTIMES
 from runtimes.base import Runtime
-from tests.scenarios import SCENARIOS, Scenario, play
-from tests.wire import live_server
+from tests.wire import live_server, play
 from verifier import parse_sse
+from verifier.scenarios import SCENARIOS, Scenario
 
 CAPTURES = Path(__file__).parent / "captures"
 VERSIONED = (
@@ -93,6 +93,10 @@ class CapturedThread:
     @property
     def runs(self) -> list[list[dict]]:
         return [capture.events for capture in self.turns]
+
+    @property
+    def requests(self) -> list[dict]:
+        return [capture.request for capture in self.turns]
 
 
 def load_captures(root: Path = CAPTURES) -> list[CapturedThread]:

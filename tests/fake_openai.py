@@ -1,23 +1,27 @@
-"""A small OpenAI-compatible Chat Completions server on 127.0.0.1, for real-model tests.
+"""The test suite's OpenAI-compatible endpoint: the strict scripted endpoint, plus ways to fail.
 
-It speaks the real wire format (``POST /v1/chat/completions`` with ``stream: true`` and SSE
-chunks), so the runtimes' real OpenAI client libraries are exercised end to end. Its behaviour
-is chosen by the model name, which is just the ``AGUI_MODEL_ID`` setting:
+Everything that works is ``runtimes.script_endpoint`` itself: as strict as OpenAI's Chat
+Completions API (a conversation a strict provider refuses gets its HTTP 400 here too) and
+following the offline script, so a route on a real model must produce the scripted results. The
+model name (``AGUI_MODEL_ID``) picks how it answers:
 
-* ``fake-chat``: streams a text reply; calls ``get_weather`` (if offered) when the last user
-  message mentions weather and no tool result has arrived yet, then answers with the result.
-* ``fake-hang``: accepts the request and never answers.
-* ``fake-500``: answers HTTP 500.
-* ``fake-drop``: starts streaming, then drops the connection mid-stream.
-* ``fake-stall``: starts streaming, then goes silent forever (connection kept open).
-* ``fake-delegate``: ``fake-chat`` taught to delegate: the parent (offered ``research_specialist``)
-  calls it when the user asks to research; the specialist (offered ``lookup_fact``) calls
-  ``lookup_fact``; both then answer with the tool result.
-* ``fake-specialist-hang`` / ``fake-specialist-500``: ``fake-delegate`` whose specialist's requests
-  (those offered ``lookup_fact`` but not ``research_specialist``) never answer / answer HTTP 500,
-  while the parent's are answered.
+* ``scripted``: streams as OpenAI does (tool-call arguments in several chunks, a usage chunk when
+  asked); ``scripted-whole-calls``: every tool call whole in one final chunk, as Ollama does;
+* ``fake-hang``: accepts the request and never answers;
+* ``fake-500``: answers HTTP 500 with OpenAI's error shape;
+* ``fake-drop``: starts streaming, then drops the connection mid-stream;
+* ``fake-stall``: starts streaming, then goes silent forever (connection kept open);
+* ``fake-inband-error``: answers HTTP 200, then sends an error chunk mid-stream, as OpenAI, vLLM
+  and llama.cpp do for a failure after the stream started;
+* ``fake-garbage``: answers HTTP 200, then a chunk that is not JSON;
+* ``fake-loop``: calls ``get_weather`` every time, whatever came back (a model that never stops);
+* ``fake-specialist-hang`` / ``fake-specialist-500`` / ``fake-specialist-garbage``: the specialist's
+  requests (offered ``lookup_fact``, not ``research_specialist``) never answer / answer HTTP 500 /
+  answer garbage; the parent's are answered as ``scripted``.
 
-Requests whose bearer key is not ``api_key`` get 401, like a real provider.
+Requests whose bearer key is not ``API_KEY`` get 401, like a real provider's. ``received`` counts
+requests by model and ``refused`` keeps every 400 it sent, so a test can see that no request of a
+run was invalid.
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -37,135 +40,76 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from app.config import Settings
-from tests.wire import free_port
+from deploy.loopback import LOOPBACK, free_port
+from runtimes.script_endpoint import error_body, frames_for, is_specialist, read_request, sse
 
 API_KEY = "test-key"
 received: Counter[str] = Counter()
 """Requests received so far, by model name (a test can wait for a call to be in flight)."""
-
-
-def _chunk(delta: dict, finish: str | None = None) -> bytes:
-    body = {
-        "id": "chatcmpl-fake",
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": "fake",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-    return f"data: {json.dumps(body)}\n\n".encode()
-
-
-def _text_reply(text: str) -> Iterator[bytes]:
-    yield _chunk({"role": "assistant", "content": ""})
-    for start in range(0, len(text), 8):
-        yield _chunk({"content": text[start : start + 8]})
-    yield _chunk({}, finish="stop")
-    yield b"data: [DONE]\n\n"
-
-
-def _tool_call(name: str, arguments: dict) -> Iterator[bytes]:
-    args = json.dumps(arguments)
-    opening = {"index": 0, "id": "call_fake_1", "type": "function", "function": {"name": name, "arguments": ""}}
-    yield _chunk({"role": "assistant", "tool_calls": [opening]})
-    for start in range(0, len(args), 6):
-        yield _chunk({"tool_calls": [{"index": 0, "function": {"arguments": args[start : start + 6]}}]})
-    yield _chunk({}, finish="tool_calls")
-    yield b"data: [DONE]\n\n"
-
-
-def _script(body: dict) -> Iterator[bytes]:
-    messages = body.get("messages", [])
-    tools = {tool["function"]["name"] for tool in body.get("tools") or []}
-    last_user = next((m for m in reversed(messages) if m.get("role") == "user"), {})
-    user_text = last_user.get("content") if isinstance(last_user.get("content"), str) else json.dumps(last_user)
-    tool_results = [m for m in messages if m.get("role") == "tool"]
-    if tool_results and messages[-1].get("role") == "tool":
-        return _text_reply(f"Fake model read the tool result: {tool_results[-1].get('content')}")
-    if "weather" in user_text.lower() and "get_weather" in tools:
-        return _tool_call("get_weather", {"city": "Oslo"})
-    return _text_reply(f"Fake model reply to: {user_text}")
-
-
-def _user_text(message: dict) -> str:
-    """A user message's text, whether its content is a string or a list of parts (Strands)."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    parts = content if isinstance(content, list) else []
-    return " ".join(str(part.get("text", "")) for part in parts if isinstance(part, dict))
-
-
-def _offered(body: dict) -> set[str]:
-    return {tool["function"]["name"] for tool in body.get("tools") or []}
-
-
-def _is_specialist(body: dict) -> bool:
-    offered = _offered(body)
-    return "lookup_fact" in offered and "research_specialist" not in offered
-
-
-def _delegating_script(body: dict) -> Iterator[bytes]:
-    """``fake-delegate``: research goes to the specialist, the specialist looks the fact up."""
-    messages = body.get("messages", [])
-    offered = _offered(body)
-    if messages and messages[-1].get("role") != "tool":
-        request = _user_text(next((m for m in reversed(messages) if m.get("role") == "user"), {}))
-        if "research_specialist" in offered and "research" in request.lower():
-            return _tool_call("research_specialist", {"task": request})
-        if _is_specialist(body):
-            return _tool_call("lookup_fact", {"topic": request})
-    return _script(body)
-
-
-DELEGATING_MODELS = frozenset({"fake-delegate", "fake-specialist-hang", "fake-specialist-500"})
+refused: list[dict] = []
+"""Every HTTP 400 the endpoint answered, as ``{"request": ..., "error": ...}``."""
+MID_STREAM_FAILURES = frozenset({"fake-drop", "fake-stall", "fake-inband-error"})
+"""Models that fail after two chunks have gone out."""
 
 
 async def completions(request: Request) -> Response:
-    if request.headers.get("authorization") != f"Bearer {API_KEY}":
-        return JSONResponse({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}, 401)
-    body = await request.json()
-    model = body.get("model", "")
+    body = await read_request(request, API_KEY)
+    if isinstance(body, Response):
+        if body.status_code == 400:
+            refused.append({"request": (await request.body()).decode(errors="replace"), "error": body.body.decode()})
+        return body
+    model = body["model"]
     received[model] += 1
-    if model == "fake-500":
-        return JSONResponse({"error": {"message": "upstream exploded", "type": "server_error"}}, 500)
-    if model == "fake-hang" or (model == "fake-specialist-hang" and _is_specialist(body)):
-        await asyncio.sleep(3600)
-    if model == "fake-specialist-500" and _is_specialist(body):
-        return JSONResponse({"error": {"message": "specialist upstream exploded", "type": "server_error"}}, 500)
-    frames = list(_delegating_script(body) if model in DELEGATING_MODELS else _script(body))
+    specialist = is_specialist(body)
+    if model == "fake-hang" or (model == "fake-specialist-hang" and specialist):
+        await asyncio.Event().wait()  # never answers
+    if model == "fake-500" or (model == "fake-specialist-500" and specialist):
+        return JSONResponse(error_body("The server had an error processing your request.", "server_error"), 500)
+    if model == "fake-loop":
+        body = {**body, "messages": [{"role": "user", "content": "What's the weather in Oslo?"}]}
+    frames = frames_for(body)
 
     async def stream() -> AsyncIterator[bytes]:
-        for index, frame in enumerate(frames):
-            if model == "fake-drop" and index == 2:
-                raise ConnectionResetError("fake model dropped the connection")
-            if model == "fake-stall" and index == 2:
-                await asyncio.sleep(3600)
+        if model == "fake-garbage" or (model == "fake-specialist-garbage" and specialist):
+            yield b"data: {this is not json\n\n"
+            return
+        sent = 0
+        async for frame in sse(iter(frames), delay_s=0.002):
+            if sent == 2 and model in MID_STREAM_FAILURES:
+                if model == "fake-drop":
+                    raise ConnectionResetError("fake model dropped the connection")
+                if model == "fake-stall":
+                    await asyncio.Event().wait()
+                error = error_body("The model produced invalid content.", "server_error", code="model_error")
+                yield f"data: {json.dumps(error)}\n\n".encode()
+                return
+            sent += 1
             yield frame
-            await asyncio.sleep(0.005)
 
     return StreamingResponse(stream(), media_type="text/event-stream")
 
 
 @contextmanager
 def fake_openai_server() -> Iterator[str]:
-    """Serve the fake endpoint on a free loopback port; yields its base URL (``.../v1``)."""
+    """Serve the endpoint on a free loopback port; yields its base URL (``.../v1``)."""
     app = Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host=LOOPBACK, port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)  # a poll for the condition (no /ok here), not a wait for time to pass
     try:
-        yield f"http://127.0.0.1:{port}/v1"
+        while not server.started:  # until it listens (no /ok here to poll)
+            if not thread.is_alive():
+                raise RuntimeError("the fake model endpoint did not start")
+            threading.Event().wait(0.01)
+        yield f"http://{LOOPBACK}:{port}/v1"
     finally:
         server.should_exit = True
         thread.join(timeout=5)
 
 
-def real_model_settings(endpoint: str, model: str = "fake-chat", **overrides: object) -> Settings:
-    """Settings that switch every runtime to this fake endpoint, as a user's environment would."""
+def real_model_settings(endpoint: str, model: str = "scripted", **overrides: object) -> Settings:
+    """Settings that switch every runtime to this endpoint, as a user's environment would."""
     values: dict[str, object] = {
         "agui_model": "openai",
         "openai_base_url": endpoint,

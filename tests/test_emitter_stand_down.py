@@ -26,8 +26,8 @@ from collections.abc import Iterator
 import pytest
 
 from app.config import Settings
-from tests.scenarios import SCENARIOS, Scenario, play
-from tests.wire import ROUTES, RUNTIME_BY_ROUTE, Server, serve
+from tests.wire import ROUTES, RUNTIME_BY_ROUTE, Server, play, serve
+from verifier.scenarios import SCENARIOS, Scenario
 
 SUBAGENT_TYPES = {"SUBAGENT_STARTED", "SUBAGENT_FINISHED", "SUBAGENT_ERROR"}
 DELEGATING = {"subagent", "parallel_subagents", "subagent_approval"}

@@ -1,11 +1,12 @@
 """A model that hangs or fails ends the run with RUN_ERROR and a MODEL_* code, on every route.
 
-Both routes run on a real OpenAI-compatible endpoint (``tests/fake_openai.py``: real HTTP, the
+Every route runs on a real OpenAI-compatible endpoint (``tests/fake_openai.py``: real HTTP, the
 runtimes' real client libraries) that misbehaves on purpose: it never answers, stalls mid-stream,
-answers 500, drops the connection, refuses the key, or is not there at all; or it answers the
-parent but fails the specialist of a delegation. Every stream must pass the verifier and end
-with a terminal event within a few seconds (every client call has a hard deadline), the run log
-must carry the code, and the server must be left with no task of the failed run.
+answers 500, drops the connection, sends an error inside its stream, refuses the key, or is not
+there at all; or it answers the parent but fails the specialist of a delegation. Every stream
+must pass the verifier and end with a terminal event within a few seconds (every client call has
+a hard deadline), the run log must carry the code, and the server must be left with no task of
+the failed run.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 import pytest
 
 from app.config import Settings
+from deploy.serve import BRIDGE_LOGGERS, ServeConfig, log_config
 from tests.fake_openai import API_KEY, real_model_settings
 from tests.wire import ROUTES, free_port, run_input, run_sync, serve
 from verifier import verify_events
@@ -42,18 +44,21 @@ CASES = [
     Case("stalls mid-stream", "fake-stall", "MODEL_TIMEOUT"),
     Case("HTTP 500", "fake-500", "MODEL_ERROR"),
     Case("drops the connection mid-stream", "fake-drop", "MODEL_ERROR"),
-    Case("wrong key", "fake-chat", "MODEL_AUTH_ERROR", overrides=(("openai_api_key", "wrong-key"),)),
-    Case("no key", "fake-chat", "MODEL_AUTH_ERROR", overrides=(("openai_api_key", None),)),
-    Case("unreachable endpoint", "fake-chat", "MODEL_UNREACHABLE", overrides=(("openai_base_url", "UNREACHABLE"),)),
+    Case("sends an error inside the stream", "fake-inband-error", "MODEL_ERROR"),
+    Case("answers garbage", "fake-garbage", "MODEL_ERROR"),
+    Case("keeps calling tools", "fake-loop", "TOO_MANY_MODEL_CALLS", "What's the weather in Oslo?", within_s=20),
+    Case("wrong key", "scripted", "MODEL_AUTH_ERROR", overrides=(("openai_api_key", "wrong-key"),)),
+    Case("no key", "scripted", "MODEL_AUTH_ERROR", overrides=(("openai_api_key", None),)),
+    Case("unreachable endpoint", "scripted", "MODEL_UNREACHABLE", overrides=(("openai_base_url", "UNREACHABLE"),)),
     Case("specialist never answers", "fake-specialist-hang", "MODEL_TIMEOUT", "Research Lisbon", specialist=True),
     Case("specialist gets HTTP 500", "fake-specialist-500", "MODEL_ERROR", "Research Lisbon", specialist=True),
+    Case("specialist gets garbage", "fake-specialist-garbage", "MODEL_ERROR", "Research Lisbon", specialist=True),
 ]
 
 
 def settings_for(endpoint: str, case: Case) -> Settings:
     overrides = {
-        key: f"http://127.0.0.1:{free_port()}/v1" if value == "UNREACHABLE" else value
-        for key, value in case.overrides
+        key: f"http://127.0.0.1:{free_port()}/v1" if value == "UNREACHABLE" else value for key, value in case.overrides
     }
     # keepalive comments must not keep a failed run's stream open
     return real_model_settings(endpoint, case.model, agui_model_timeout_s=TIMEOUT_S, agui_keepalive_s=0.2, **overrides)
@@ -102,7 +107,7 @@ def test_a_failing_model_ends_the_run_with_a_model_code(
 
 def test_a_delegation_on_a_real_model_succeeds(endpoint: str) -> None:
     """The control for the specialist rows: the same delegation, nothing failing."""
-    case = Case("delegates", "fake-delegate", "", "Research Lisbon")
+    case = Case("delegates", "scripted", "", "Research Lisbon")
     with serve(settings_for(endpoint, case)) as server:
         for route in ROUTES:
             run = run_sync(server.base, route, run_input(case.message), deadline_s=30)
@@ -111,3 +116,29 @@ def test_a_delegation_on_a_real_model_succeeds(endpoint: str) -> None:
             [finished] = run.of_type("SUBAGENT_FINISHED")
             assert finished["subagentRunId"] == started["subagentRunId"]
             assert "archive record" in run.text(subagent=True)
+
+
+def test_a_failed_run_is_one_log_line_with_its_code(endpoint: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Under the server's own log settings (``deploy.serve``, below debug), a model failure is one
+    WARNING line, the run's, carrying the code: no upstream tracebacks, on any route."""
+    served = log_config(ServeConfig())["loggers"]
+    quiet = {name: logging.getLogger(name) for name in BRIDGE_LOGGERS}
+    before = {name: logger.level for name, logger in quiet.items()}
+    caplog.set_level(logging.DEBUG)
+    for name, logger in quiet.items():
+        logger.setLevel(served[name]["level"])
+    try:
+        case = Case("specialist gets HTTP 500", "fake-specialist-500", "MODEL_ERROR", "Research Lisbon")
+        with serve(settings_for(endpoint, case)) as server:
+            for route in ROUTES:
+                body = run_input(case.message)
+                assert run_sync(server.base, route, body, deadline_s=30).terminal["code"] == "MODEL_ERROR"
+                loud = [r for r in caplog.records if r.levelno >= logging.WARNING]
+                assert [(r.name, bool(r.exc_info)) for r in loud] == [("agui.run", False)], [
+                    r.getMessage() for r in loud
+                ]
+                assert json.loads(loud[0].getMessage())["outcome"] == "error:MODEL_ERROR"
+                caplog.clear()
+    finally:
+        for name, logger in quiet.items():
+            logger.setLevel(before[name])

@@ -114,14 +114,13 @@ def test_an_empty_resume_with_nothing_open_is_an_ordinary_run() -> None:
     assert refused(play(gate, request(resume=[]), ran)) is None and len(ran) == 1
 
 
-def test_threads_waiting_for_an_answer_go_last_and_are_remembered_as_expired() -> None:
+def test_idle_threads_are_bounded_and_waiting_ones_go_only_when_forgotten() -> None:
     gate, ran = InterruptGate(max_threads=2), []
     play(gate, RunAgentInput.model_validate(run_input("hi", thread_id="waiting")), ran, interrupts=("w",))
     for thread in ("idle-1", "idle-2", "idle-3"):
         play(gate, RunAgentInput.model_validate(run_input("hi", thread_id=thread)), ran)
-    assert "waiting" in gate.held_threads().paused, "idle threads went first"
-    for thread in ("p2", "p3"):
-        play(gate, RunAgentInput.model_validate(run_input("hi", thread_id=thread)), ran, interrupts=(thread,))
+    assert "waiting" in gate.held_threads().paused, "idle threads go, a waiting one stays"
+    gate.forget("waiting")
     assert "waiting" not in gate.held_threads().paused
     late = RunAgentInput.model_validate(run_input(thread_id="waiting", resume=answer("w")))
-    assert refused(play(gate, late, ran)) == "INTERRUPT_EXPIRED"
+    assert refused(play(gate, late, ran)) == "UNKNOWN_INTERRUPT_ID"

@@ -15,16 +15,13 @@ import pytest
 
 from app.registry import RUNTIMES
 from tests.capture import Capture, CapturedThread, load_captures
-from tests.matrix import (
-    CAUSES,
-    MATRIX,
+from tests.matrix import CAUSES, MATRIX, compute, render
+from verifier.surfaces import (
     YES,
     approval,
-    compute,
     frontend_tool,
     judge,
     predictive_state,
-    render,
     shared_state,
     streamed_text,
     subagent_suspended,

@@ -66,6 +66,9 @@ class FakeBridge:
     def held_threads(self) -> HeldThreads:
         return HeldThreads()
 
+    def forget(self, thread_id: str) -> None:
+        pass
+
 
 def pipeline(*, enabled: bool = True, **bridge: object) -> RoutePipeline:
     fake = FakeBridge(**bridge)
@@ -440,8 +443,13 @@ async def test_cancelled_consumer_cancels_the_pending_bridge_step() -> None:
 
 @pytest.mark.parametrize(
     ("props", "default", "expected"),
-    [({}, True, True), ({"subagentEvents": False}, True, False), ({"subagentEvents": "on"}, False, True),
-     (None, False, False), ({"subagentEvents": "maybe"}, True, True)],
+    [
+        ({}, True, True),
+        ({"subagentEvents": False}, True, False),
+        ({"subagentEvents": "on"}, False, True),
+        (None, False, False),
+        ({"subagentEvents": "maybe"}, True, True),
+    ],
 )
 def test_per_request_override(props: object, default: bool, expected: bool) -> None:
     assert subagent_events_enabled(props, default) is expected

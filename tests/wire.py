@@ -29,7 +29,7 @@ from app.factory import create_app
 from app.pipeline import RoutePipeline
 from app.registry import RUNTIMES
 from deploy.loopback import LOOPBACK, free_port, wait_until_ok
-from verifier import parse_sse
+from verifier import parse_sse, scenarios
 from verifier.client import interrupts, run_input
 
 __all__ = ["free_port", "run_input"]  # re-exported: what every test module builds requests with
@@ -249,3 +249,26 @@ async def open_stream(base: str, route: str, body: dict, *, deadline_s: float = 
                         yield json.loads(line[5:])
 
             yield events()
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One request of a scenario and what the route answered."""
+
+    request: dict
+    run: Run
+
+
+def play(base: str, route: str, scenario: scenarios.Scenario) -> list[Exchange]:
+    """Drive ``scenario`` (``verifier.scenarios``) on ``route``, keeping every response's bytes."""
+    exchanges: list[Exchange] = []
+
+    def post(body: dict) -> list[dict]:
+        run = post_run(base, route, body)
+        if run.status != 200:
+            raise RuntimeError(f"{route} {scenario.surface}: HTTP {run.status}: {run.raw[:500]!r}")
+        exchanges.append(Exchange(body, run))
+        return run.events
+
+    scenarios.play(scenario, post)
+    return exchanges

@@ -76,7 +76,12 @@ runtime = Runtime(
             "the bridge alone answers an all-cancelled resume with RUN_STARTED, RUN_FINISHED and nothing else.",
             "Every run opens with a PredictState CUSTOM event and a STATE_SNAPSHOT of the state schema's "
             "defaults (`document`, `recipe`); the bridge omits `outcome` on a successful RUN_FINISHED "
-            "(legacy success), so the route adds `{type: \"success\"}` as Strands sends it.",
+            '(legacy success), so the route adds `{type: "success"}` as Strands sends it.',
+            "agent-framework-ag-ui 1.7.0 shows the model the client's state as a user message inserted before "
+            "the request's last user message; on an approved resume that message lands between the assistant's "
+            "tool call and its result, a conversation OpenAI and other strict servers refuse (HTTP 400). "
+            "`runtimes/msaf/conversation.py` moves it before the turn's user message; the state still reaches "
+            "the model, as user content.",
             "The bridge emits no SUBAGENT_* events and holds the delegating call's TOOL_CALL_END back until "
             "its result; `emitters/msaf.py` merges the specialist's in-process updates into the stream, "
             "live, and the emitter core closes the call before SUBAGENT_STARTED and drops the late duplicate.",

@@ -35,10 +35,6 @@ from runtimes.script import CallTools, Reply, Step, Turn, chunk_json
 
 ScriptStep = Callable[[Turn], Step]
 
-# The bridge inserts this untrusted user message before the last user message when a state
-# schema is configured; it is context, not what the user asked for.
-STATE_CONTEXT_PREFIX = "Application state supplied by the AG-UI client follows."
-
 
 def turn_from_messages(messages: Sequence[Message], tools: Sequence[Any] = ()) -> Turn:
     """The script's view of a conversation: the latest user request and the results since."""
@@ -46,7 +42,7 @@ def turn_from_messages(messages: Sequence[Message], tools: Sequence[Any] = ()) -
     start = 0
     for index, message in enumerate(messages):
         text = message.text.strip()
-        if message.role == "user" and text and not text.startswith(STATE_CONTEXT_PREFIX):
+        if message.role == "user" and text:
             user_text, start = text, index + 1
     names: dict[str, str] = {}
     results: list[tuple[str, str]] = []

@@ -20,13 +20,9 @@ from strands.types.tools import ToolSpec
 
 from runtimes import script
 from runtimes.config import RuntimeSettings
+from runtimes.model_calls import model_call
 from runtimes.script import (
-    DELETE_FILE,
-    GET_WEATHER,
-    LOOKUP_FACT,
-    RESEARCH_SPECIALIST,
-    UPDATE_RECIPE,
-    WRITE_DOCUMENT,
+    BACKEND_TOOLS,
     CallTools,
     Reply,
     Step,
@@ -36,9 +32,6 @@ from runtimes.script import (
     specialist_step,
 )
 from runtimes.strands.errors import NamingOpenAIModel
-
-BACKEND_TOOLS = frozenset({GET_WEATHER, DELETE_FILE, UPDATE_RECIPE, WRITE_DOCUMENT, RESEARCH_SPECIALIST, LOOKUP_FACT})
-"""Tools this server runs; any other tool a model is offered was declared by the client."""
 
 ScriptStep = Callable[[Turn], Step]
 
@@ -68,7 +61,8 @@ class ScriptedModel(Model):
     ) -> AsyncGenerator[StreamEvent, None]:
         offered = [spec["name"] for spec in tool_specs or []]
         step = self._step(turn_from_messages(messages, frontend_tools=[n for n in offered if n not in BACKEND_TOOLS]))
-        async for event in script.paced(_stream_events(step), float(self._config["delay_s"]), is_chunk=_is_delta):
+        paced = script.paced(_stream_events(step), float(self._config["delay_s"]), is_chunk=_is_delta)
+        async for event in model_call(paced):
             yield event
 
 

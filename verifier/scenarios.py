@@ -1,11 +1,11 @@
 """Every surface as a client drives it: the first request, and how the client answers the result.
 
-One table (``SCENARIOS``) shared by the capture command (``tests/capture.py``), which writes what
-each run put on the wire, and by ``tests/test_captures.py``, which replays the same scenarios live
-and compares. A scenario's later turn is built the way a client builds it from what it holds: the
-history of the last ``MESSAGES_SNAPSHOT`` (the request's own messages when there is none), then
-a top-level ``resume`` answering every open interrupt, or a tool message for every tool call the
-client was asked to run.
+One table (``SCENARIOS``) for everything that drives a route through every surface: the
+``agui-tour`` command (``verifier.tour``), and the test suite's captures, live comparisons and
+real-model runs. A scenario's later turn is built the way a client builds it from what it holds:
+the history of the last ``MESSAGES_SNAPSHOT`` (the request's own messages when there is none),
+then a top-level ``resume`` answering every open interrupt, or a tool message for every tool call
+the client was asked to run. The triggers are the offline model's (``GET /`` lists them).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tests.wire import Run, post_run, run_input
-from verifier import ThreadVerifier
+from verifier.client import history_after, interrupts, resume, run_input
+from verifier.core import ThreadVerifier
 
 FRONTEND_TOOL = {
     "name": "change_background",
@@ -23,29 +23,23 @@ FRONTEND_TOOL = {
 }
 INITIAL_STATE = {"keep": "me"}  # a sibling key every state surface must leave alone
 
-FollowUp = Callable[[dict, Run], dict | None]
-"""Builds the next request from the previous request and its run; None when there is nothing to answer."""
+FollowUp = Callable[[dict, list[dict]], dict | None]
+"""Builds the next request from the previous request and its events; None when there is nothing to answer."""
 
 
-def client_history(request: dict, run: Run) -> list[dict]:
-    """The messages a client holds after ``run``: the last snapshot replaces what it sent."""
-    snapshots = run.of_type("MESSAGES_SNAPSHOT")
-    return list(snapshots[-1]["messages"] if snapshots else request["messages"])
-
-
-def client_state(request: dict, run: Run) -> object:
-    """The state a client holds after ``run``: snapshots replace it, deltas patch it."""
+def client_state(request: dict, events: list[dict]) -> object:
+    """The state a client holds after a run: snapshots replace it, deltas patch it."""
     verifier = ThreadVerifier(state=request["state"])
-    verifier.verify_stream(run.events)
+    verifier.verify_stream(events)
     return verifier.state
 
 
-def next_request(request: dict, run: Run, messages: list[dict], **extra: object) -> dict:
+def next_request(request: dict, events: list[dict], messages: list[dict], **extra: object) -> dict:
     """The client's next run on the same thread, carrying the messages and state it holds."""
     return run_input(
         thread_id=request["threadId"],
         messages=messages,
-        state=client_state(request, run),
+        state=client_state(request, events),
         tools=request["tools"],
         **extra,
     )
@@ -61,16 +55,17 @@ CANCEL: Answer = ("cancelled", None)
 def resume_with(*answers: Answer) -> FollowUp:
     """Answer the previous run's interrupts in order; a single answer answers every one of them."""
 
-    def follow_up(request: dict, run: Run) -> dict | None:
-        interrupts = run.interrupts()
-        if not interrupts:
+    def follow_up(request: dict, events: list[dict]) -> dict | None:
+        pending = interrupts(events)
+        if not pending:
             return None
-        chosen = answers * len(interrupts) if len(answers) == 1 else answers
-        resume = [
-            {"interruptId": interrupt["id"], "status": status} | ({"payload": payload} if payload is not None else {})
-            for interrupt, (status, payload) in zip(interrupts, chosen, strict=True)
+        chosen = answers * len(pending) if len(answers) == 1 else answers
+        entries = [
+            entry
+            for interrupt, (status, payload) in zip(pending, chosen, strict=True)
+            for entry in resume([interrupt], status, payload)
         ]
-        return next_request(request, run, client_history(request, run), resume=resume)
+        return next_request(request, events, history_after(request, events), resume=entries)
 
     return follow_up
 
@@ -78,8 +73,8 @@ def resume_with(*answers: Answer) -> FollowUp:
 def answer_tool_calls(content: str) -> FollowUp:
     """What a frontend-tool host does: one tool message for every call that has no result yet."""
 
-    def follow_up(request: dict, run: Run) -> dict | None:
-        history = client_history(request, run)
+    def follow_up(request: dict, events: list[dict]) -> dict | None:
+        history = history_after(request, events)
         answered = {message.get("toolCallId") for message in history if message["role"] == "tool"}
         pending = [
             call["id"] for message in history for call in message.get("toolCalls") or [] if call["id"] not in answered
@@ -90,7 +85,7 @@ def answer_tool_calls(content: str) -> FollowUp:
             {"id": f"tool-result-{call_id}", "role": "tool", "toolCallId": call_id, "content": content}
             for call_id in pending
         ]
-        return next_request(request, run, [*history, *tool_messages])
+        return next_request(request, events, [*history, *tool_messages])
 
     return follow_up
 
@@ -136,23 +131,17 @@ SCENARIOS: tuple[Scenario, ...] = (
 SCENARIO_BY_SURFACE = {scenario.surface: scenario for scenario in SCENARIOS}
 
 
-@dataclass(frozen=True)
-class Exchange:
-    """One request and what the route answered."""
-
-    request: dict
-    run: Run
+Post = Callable[[dict], list[dict]]
+"""Sends one RunAgentInput to the route being driven and returns the events of its response."""
 
 
-def play(base: str, route: str, scenario: Scenario) -> list[Exchange]:
-    """Drive ``scenario`` on ``route``: the first run, then the client's answer when there is one to give."""
+def play(scenario: Scenario, post: Post) -> list[tuple[dict, list[dict]]]:
+    """Drive ``scenario`` through ``post``: the first run, then the client's answer when there is
+    one to give. Returns each request with its events."""
     request = scenario.first_request()
-    exchanges = [Exchange(request, post_run(base, route, request))]
+    turns = [(request, post(request))]
     if scenario.follow_up is not None:
-        answer = scenario.follow_up(request, exchanges[0].run)
+        answer = scenario.follow_up(request, turns[0][1])
         if answer is not None:
-            exchanges.append(Exchange(answer, post_run(base, route, answer)))
-    for exchange in exchanges:
-        if exchange.run.status != 200:
-            raise RuntimeError(f"{route} {scenario.surface}: HTTP {exchange.run.status}: {exchange.run.raw[:500]!r}")
-    return exchanges
+            turns.append((answer, post(answer)))
+    return turns
