@@ -16,7 +16,8 @@ What the bridge lacks is added as the runtime's own stages (``runtimes.base.Stag
 * ``cancel.cancel_model_calls``: a run that ends (its client left) stops its model calls, the
   specialists' included, which LangGraph leaves running;
 * ``subagents.NativeSubagents``: the native SUBAGENT_* surface held to the emitter's rules;
-* ``errors.name_model_errors``: ``MODEL_*`` codes on the SUBAGENT_ERROR and RUN_ERROR of a failed model;
+* ``errors.name_subagent_errors`` and ``runtimes.model_errors.name_model_errors``: ``MODEL_*``
+  codes on the SUBAGENT_ERROR and RUN_ERROR of a failed model (``errors`` says why);
 * ``state.client_state_snapshots``: every run opens with the client's state, and each snapshot
   keeps the client's own keys and says something new;
 * the interrupt gate (``runtimes.interrupts``): the bridge checks no resume at all (an unknown id,
@@ -49,11 +50,11 @@ from runtimes.interrupts import InterruptGate
 from runtimes.langgraph.agents import parent_graph
 from runtimes.langgraph.cancel import cancel_model_calls
 from runtimes.langgraph.checkpoints import ThreadCheckpoints
-from runtimes.langgraph.errors import name_model_errors
+from runtimes.langgraph.errors import name_subagent_errors
 from runtimes.langgraph.model import chat_model
 from runtimes.langgraph.state import client_state_snapshots
 from runtimes.langgraph.subagents import NativeSubagents
-from runtimes.model_errors import ModelError, describe
+from runtimes.model_errors import ModelError, describe, name_model_errors
 
 PREDICT_STATE = [{"state_key": "document", "tool": script.WRITE_DOCUMENT, "tool_argument": "document"}]
 """``write_document``'s ``document`` argument is the state key ``document`` while it streams (the
@@ -131,6 +132,7 @@ class LangGraphBridge:
         self.stages: tuple[Stage, ...] = (
             cancel_model_calls,
             self._subagents.stage,
+            name_subagent_errors,
             name_model_errors,
             client_state_snapshots,
             self._gate.stage,

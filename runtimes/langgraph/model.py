@@ -2,13 +2,14 @@
 
 ``ScriptedChatModel`` is a real LangChain chat model (``BaseChatModel``): it reads the conversation
 the agent loop hands it, asks the runtime-neutral script (``runtimes.script``) what to say next, and
-streams that as ``AIMessageChunk`` pieces, text or tool-call chunks, through ``script.paced``. So
-the agent graph, its ToolNode, the checkpointer, the bridge and the emitter downstream all run
-their real code. One instance serves every thread, so it keeps no per-call state.
+streams that as ``AIMessageChunk`` pieces, text or tool-call chunks, through ``script.paced``, as
+one ``runtimes.model_calls.model_call`` (counted against the run's budget). So the agent graph,
+its ToolNode, the checkpointer, the bridge and the emitter downstream all run their real code.
+One instance serves every thread, so it keeps no per-call state.
 
 With ``AGUI_MODEL=openai`` the route uses langchain-openai's ``ChatOpenAI`` (Chat Completions,
-which local servers such as Ollama, LM Studio and vLLM implement), with failures named
-(``errors.NamingChatOpenAI``).
+which local servers such as Ollama, LM Studio and vLLM implement), its calls counted and its
+failures named (``errors.NamingChatOpenAI``).
 """
 
 from __future__ import annotations
@@ -28,21 +29,10 @@ from runtimes import script
 from runtimes.config import RuntimeSettings
 from runtimes.langgraph import cancel
 from runtimes.langgraph.errors import NamingChatOpenAI
+from runtimes.model_calls import model_call
 from runtimes.script import CallTools, Reply, Step, Turn, chunk_json
 
 ScriptStep = Callable[[Turn], Step]
-
-BACKEND_TOOLS = frozenset(
-    {
-        script.GET_WEATHER,
-        script.DELETE_FILE,
-        script.UPDATE_RECIPE,
-        script.WRITE_DOCUMENT,
-        script.RESEARCH_SPECIALIST,
-        script.LOOKUP_FACT,
-    }
-)
-"""Tools this server runs; any other tool a model is offered was declared by the client."""
 
 
 def turn_from_messages(messages: Sequence[BaseMessage], frontend_tools: Sequence[str] = ()) -> Turn:
@@ -105,9 +95,9 @@ class ScriptedChatModel(BaseChatModel):
     ) -> AsyncIterator[ChatGenerationChunk]:
         cancel.track()
         offered = [tool["function"]["name"] for tool in kwargs.get("tools") or ()]
-        frontend = [name for name in offered if name not in BACKEND_TOOLS]
+        frontend = [name for name in offered if name not in script.BACKEND_TOOLS]
         step = self.step(turn_from_messages(messages, frontend_tools=frontend))
-        async for chunk in script.paced(_chunks(step), self.delay_s):
+        async for chunk in model_call(script.paced(_chunks(step), self.delay_s)):
             yield ChatGenerationChunk(message=chunk)
 
 
