@@ -5,8 +5,9 @@
   specialists' own steps included; what is left is a valid stream with the specialists' text.
 * Resumes sent LangGraph's own way, a bare ``forwardedProps.command.resume`` value, and the legacy
   entries that name their interrupts: both answer under the gate's rules.
-* The checkpointer is bounded by ``AGUI_THREAD_CACHE_SIZE``, threads waiting for an approval kept
-  last; a resume for one that had to go learns why.
+* The checkpointer keeps at most ``AGUI_THREAD_CACHE_SIZE`` idle threads and never drops one
+  waiting for an approval; the approval ledger's eviction (``app/approvals.py``) and its refusal
+  to park both drop the thread's graph state, with its gate record and suspended specialist.
 """
 
 from __future__ import annotations
@@ -113,25 +114,68 @@ def test_a_bare_legacy_resume_value_cannot_answer_two_open_interrupts(server: Se
     assert results == ["Deleted a.txt.", "Not deleted: b.txt (denied)."]
 
 
-def test_the_checkpointer_keeps_waiting_threads_last_and_a_dropped_one_expires() -> None:
-    with serve(Settings(agui_script_delay_ms=0, agui_thread_cache_size=CACHE_SIZE)) as small:
-        held = lambda: small.on_loop(lambda: small.pipeline(ROUTE).bridge.held_threads())  # noqa: E731
-        waiting, first = interrupted(small, "delete notes.txt")
-        for _ in range(CACHE_SIZE + 1):  # more idle threads than the cache holds
-            run_ok(small, run_input("Hello there!"))
-        assert waiting["threadId"] in held().cached and waiting["threadId"] in held().paused
-        assert len(held().cached) <= CACHE_SIZE
-        answered = run_ok(small, legacy_resume(waiting, first, {"approved": True}))
-        assert "Done: Deleted notes.txt." in answered.text()
+def held(server: Server) -> tuple[frozenset[str], frozenset[str]]:
+    """(threads the checkpointer holds, threads waiting for an answer), asked on the server's loop."""
+    threads = server.on_loop(server.pipeline(ROUTE).bridge.held_threads)
+    return threads.cached, threads.paused
 
-        pushed_out, pushed_run = interrupted(small, "delete old.txt")
-        for _ in range(CACHE_SIZE):  # only threads waiting for an answer: the oldest has to go
-            interrupted(small, "delete new.txt")
-        assert pushed_out["threadId"] not in held().cached and len(held().cached) <= CACHE_SIZE
+
+def history_length(run: Run) -> int:
+    (snapshot,) = run.of_type("MESSAGES_SNAPSHOT")
+    return len(snapshot["messages"])
+
+
+def test_idle_threads_beyond_the_bound_lose_their_graph_state_and_a_waiting_one_stays() -> None:
+    with serve(Settings(agui_script_delay_ms=0, agui_thread_cache_size=CACHE_SIZE)) as small:
+        waiting, first = interrupted(small, "delete notes.txt")
+        idle = [run_input(f"Hello number {n}") for n in range(CACHE_SIZE + 1)]  # more than the bound holds
+        for body in idle:
+            run_ok(small, body)
+        cached, paused = held(small)
+        assert cached == {waiting["threadId"], idle[-1]["threadId"]} and paused == {waiting["threadId"]}
+
+        # The oldest idle thread's checkpoints were deleted: its graph state starts again.
+        kept = run_ok(small, run_input("Hello again", thread_id=idle[-1]["threadId"]))
+        dropped = run_ok(small, run_input("Hello again", thread_id=idle[0]["threadId"]))
+        assert history_length(kept) == 4 and history_length(dropped) == 2
+
+        # The waiting thread outlived them, and its approval runs the call once.
+        answered = run_ok(small, legacy_resume(waiting, first, {"approved": True}))
+        assert [result["content"] for result in answered.of_type("TOOL_CALL_RESULT")] == ["Deleted notes.txt."]
+
+
+def test_waiting_threads_outgrow_the_bound_until_the_ledger_evicts_one_with_its_graph_state() -> None:
+    settings = Settings(
+        agui_script_delay_ms=0, agui_thread_cache_size=1, agui_max_parked_approvals=2, agui_approval_min_age_s=0
+    )
+    with serve(settings) as small:
+        asked = [interrupted(small, f"delete file{n}.txt") for n in range(3)]
+        (evicted, evicted_run), *kept = asked
+        cached, paused = held(small)  # two waiting threads beyond a bound of one: the ledger's to bound
+        assert cached == paused == {body["threadId"] for body, _ in kept}
+
         late = run_input(
-            thread_id=pushed_out["threadId"],
-            messages=history_after(pushed_out, pushed_run.events),
-            resume=resume(pushed_run.interrupts(), payload={"approved": True}),
+            thread_id=evicted["threadId"],
+            messages=history_after(evicted, evicted_run.events),
+            resume=resume(evicted_run.interrupts(), payload={"approved": True}),
         )
         expired = run_ok(small, late)
         assert expired.types() == ["RUN_STARTED", "RUN_ERROR"] and expired.terminal["code"] == "INTERRUPT_EXPIRED"
+
+        # The evicted thread's checkpoints and gate record went with it: new input starts afresh.
+        fresh = run_ok(small, run_input("Hello again", thread_id=evicted["threadId"]))
+        assert fresh.terminal["type"] == "RUN_FINISHED" and history_length(fresh) == 2
+
+
+def test_an_approval_the_ledger_refuses_to_park_leaves_nothing_held() -> None:
+    """The ledger lets the thread go while its run is still in flight: the route drops it as the run ends."""
+    settings = Settings(agui_script_delay_ms=0, agui_max_parked_approvals=1, agui_approval_min_age_s=3600)
+    with serve(settings) as small:
+        parked, _ = interrupted(small, "Research old logs and delete logs.txt")
+        body = run_input("Research old logs and delete notes.txt")
+        refused = run_ok(small, body)
+        assert refused.terminal["type"] == "RUN_ERROR" and refused.terminal["code"] == "APPROVAL_CAPACITY"
+        cached, paused = held(small)
+        assert body["threadId"] not in cached | paused and parked["threadId"] in paused
+        again = run_ok(small, run_input("Hello again", thread_id=body["threadId"]))
+        assert again.terminal["type"] == "RUN_FINISHED" and history_length(again) == 2

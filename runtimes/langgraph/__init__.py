@@ -67,8 +67,8 @@ runtime = Runtime(
             "Predictive state is a PredictState CUSTOM event before the tool call; the final STATE_SNAPSHOT "
             "carries the document. A successful RUN_FINISHED has no `outcome` (legacy success).",
             "`LangGraphAgent` keeps per-run state on itself (ag-ui#1277): every run gets its own `clone()`, "
-            "sharing the compiled graph and the checkpointer (LangGraph's `InMemorySaver`, bounded by "
-            "`AGUI_THREAD_CACHE_SIZE`, threads waiting for an approval dropped last).",
+            "sharing the compiled graph and the checkpointer (LangGraph's `InMemorySaver`: idle threads bounded "
+            "by `AGUI_THREAD_CACHE_SIZE`; a thread waiting for an approval is the approval ledger's to drop).",
             "The bridge catches what the graph raises and answers with a RUN_ERROR without a code; the route "
             "names model failures at the model (`runtimes/langgraph/errors.py`). When a run is cancelled "
             "(its client left), LangGraph 1.2 leaves a specialist's in-flight model call running to the end of "

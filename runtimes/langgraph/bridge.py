@@ -26,7 +26,9 @@ What the bridge lacks is added as the runtime's own stages (``runtimes.base.Stag
   (``RouteAgent``);
 * ``_bare_legacy_resume``: LangGraph's own convention, a bare ``forwardedProps.command.resume``
   value, answers the thread's one open interrupt (read from the checkpointer);
-* ``_trim_after``: the checkpointer (``checkpoints``) comes back to its size when a run ends.
+* ``_trim_after``: when a run ends, the thread is dropped if the app's approval ledger let it go
+  while the run was in flight (:meth:`LangGraphBridge.forget`), and the checkpointer
+  (``checkpoints``) comes back to its size.
 """
 
 from __future__ import annotations
@@ -128,7 +130,8 @@ class LangGraphBridge:
         self._graph = graph_for(settings, self._checkpoints)
         self._agent = agent_for(self._graph, RouteAgent)
         self._gate = InterruptGate(settings.agui_thread_cache_size)
-        self._subagents = NativeSubagents(settings.agui_thread_cache_size)
+        self._subagents = NativeSubagents()
+        self._forget_when_done: set[str] = set()
         self.stages: tuple[Stage, ...] = (
             cancel_model_calls,
             self._subagents.stage,
@@ -152,6 +155,17 @@ class LangGraphBridge:
     def held_threads(self) -> HeldThreads:
         gate = self._gate.held_threads()
         return HeldThreads(running=gate.running, paused=gate.paused, cached=self._checkpoints.threads())
+
+    def forget(self, thread_id: str) -> None:
+        """Drop the thread's checkpoints, its gate record and its suspended specialists (the app's
+        approval ledger asks): now, or when its run ends if one is in flight."""
+        self._gate.forget(thread_id)
+        if thread_id in self._gate.held_threads().running:
+            self._forget_when_done.add(thread_id)
+            return
+        self._forget_when_done.discard(thread_id)
+        self._checkpoints.forget(thread_id)
+        self._subagents.forget(thread_id)
 
     async def _bare_legacy_resume(
         self, events: AsyncIterator[BaseEvent], run_input: RunAgentInput
@@ -178,12 +192,14 @@ class LangGraphBridge:
 
     async def _trim_after(self, events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
         """Pass the run through; once it has ended (the gate no longer counts it as running),
-        bring the checkpointer back to its size."""
+        drop the thread if the ledger let it go meanwhile, and bring the checkpointer back to its size."""
         try:
             async with aclosing(events):
                 async for event in events:
                     yield event
         finally:
+            if run_input.thread_id in self._forget_when_done:
+                self.forget(run_input.thread_id)
             held = self._gate.held_threads()
             self._checkpoints.trim(running=held.running, paused=held.paused)
 

@@ -2,12 +2,11 @@
 
 Why: LangGraph keeps a thread's whole graph state (its conversation, a paused approval, a paused
 specialist) in the checkpointer, and ``InMemorySaver`` keeps every thread forever. This keeps the
-``max_threads`` most recently used threads (``AGUI_THREAD_CACHE_SIZE``) and deletes the others
-with the saver's own ``delete_thread``, with two exceptions, like the other routes' caches:
-
-* a thread with a run in flight is never dropped (its run would lose its state mid-way);
-* a thread waiting for an approval is dropped only after every idle thread, least recently used
-  first, so approvals nobody answers cannot grow it beyond ``max_threads``.
+``max_threads`` most recently used idle threads (``AGUI_THREAD_CACHE_SIZE``) and deletes the
+others with the saver's own ``delete_thread``, like the other routes' caches: never a thread with
+a run in flight (its run would lose its state mid-way), never one waiting for an approval (those
+are the app's approval ledger's to bound, ``app/approvals.py``, which lets one go through
+:meth:`ThreadCheckpoints.forget`).
 
 Which threads are running or waiting is not this module's to know: ``trim`` is handed both (the
 route's interrupt gate knows them). Under load every thread is running when it is touched, so the
@@ -40,15 +39,18 @@ class ThreadCheckpoints:
     def threads(self) -> frozenset[str]:
         return frozenset(self._threads)
 
+    def forget(self, thread_id: str) -> None:
+        """Delete the thread's graph state (its run, if any, is over)."""
+        self._threads.pop(thread_id, None)
+        self.saver.delete_thread(thread_id)
+
     def trim(self, *, running: Set[str], paused: Set[str]) -> None:
-        """Back to ``max_threads``: idle threads first, then paused ones; never a running one."""
+        """Back to ``max_threads`` as far as idle threads allow, least recently used first."""
         excess = len(self._threads) - self._max_threads
-        for take_paused in (False, True):
-            for thread_id in list(self._threads):
-                if excess <= 0:
-                    return
-                if thread_id in running or (thread_id in paused) != take_paused:
-                    continue
-                del self._threads[thread_id]
-                self.saver.delete_thread(thread_id)
-                excess -= 1
+        for thread_id in list(self._threads):
+            if excess <= 0:
+                return
+            if thread_id in running or thread_id in paused:
+                continue
+            self.forget(thread_id)
+            excess -= 1

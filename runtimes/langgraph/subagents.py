@@ -28,7 +28,6 @@ it by itself (``emitters.core.NativeLatch``) and only applies what every route g
 from __future__ import annotations
 
 import contextvars
-from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
@@ -205,13 +204,13 @@ class NativeSubagents:
     tagged with the id it saw, and ag-ui-langgraph reserves a tagged message's tool call ids for
     the subagent of that (its own) id. Tagged with ours, the resumed specialist's tool call would
     come back under a new, minted id instead of the one its interrupt named. So those messages
-    reach the bridge tagged with its id again (:meth:`bridge_messages`). Bounded like every
-    per-thread store of the route (``max_threads``, least recently used dropped first).
+    reach the bridge tagged with its id again (:meth:`bridge_messages`). Only a thread waiting
+    for an approval has an entry (its next run replaces it), so the app's approval ledger bounds
+    them, and lets one go through :meth:`forget`.
     """
 
-    def __init__(self, max_threads: int) -> None:
-        self._suspended: OrderedDict[str, dict[str, str]] = OrderedDict()  # thread -> wire id -> bridge id
-        self._max_threads = max_threads
+    def __init__(self) -> None:
+        self._suspended: dict[str, dict[str, str]] = {}  # thread -> wire id -> bridge id
 
     def bridge_messages(self, run_input: RunAgentInput) -> list[Message]:
         """The request's messages with a suspended subagent's messages tagged with the bridge's id."""
@@ -245,9 +244,11 @@ class NativeSubagents:
         finally:
             self._remember(run_input.thread_id, subagents.suspended)
 
+    def forget(self, thread_id: str) -> None:
+        """Drop the thread's suspended subagents (its run, if any, is over)."""
+        self._suspended.pop(thread_id, None)
+
     def _remember(self, thread_id: str, suspended: dict[str, str]) -> None:
         self._suspended.pop(thread_id, None)
         if suspended:
             self._suspended[thread_id] = suspended
-            while len(self._suspended) > self._max_threads:
-                self._suspended.popitem(last=False)
