@@ -80,6 +80,11 @@ runtime = Runtime(
             "With subagent events off, MESSAGES_SNAPSHOT still tags the specialist's messages with "
             "`subagentRunId`: the bridge reads the tag on the next request to keep those messages out of the "
             "parent's graph state.",
+            "On a real model the bridge reads a streamed answer only as OpenAI streams it: one tool call per chunk, "
+            "a call's name before its arguments, the finish reason on a chunk of its own (it drops a chunk with a "
+            "finish reason whole). Endpoints that send every tool call whole in the final chunk (Ollama, "
+            "llama.cpp) would lose arguments and calls on the wire; the route's chat model cuts such chunks into "
+            "OpenAI's pieces (`runtimes/langgraph/model.py`).",
         ),
     ),
 )

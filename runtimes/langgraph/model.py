@@ -8,8 +8,7 @@ its ToolNode, the checkpointer, the bridge and the emitter downstream all run th
 One instance serves every thread, so it keeps no per-call state.
 
 With ``AGUI_MODEL=openai`` the route uses langchain-openai's ``ChatOpenAI`` (Chat Completions,
-which local servers such as Ollama, LM Studio and vLLM implement), its calls counted and its
-failures named (``errors.NamingChatOpenAI``).
+which local servers such as Ollama, LM Studio and vLLM implement), as :class:`EndpointChatModel`.
 """
 
 from __future__ import annotations
@@ -20,15 +19,16 @@ from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models.chat_models import agenerate_from_stream
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_openai import ChatOpenAI
 
 from runtimes import script
 from runtimes.config import RuntimeSettings
 from runtimes.langgraph import cancel
-from runtimes.langgraph.errors import NamingChatOpenAI
 from runtimes.model_calls import model_call
 from runtimes.script import CallTools, Reply, Step, Turn, chunk_json
 
@@ -118,8 +118,62 @@ def _chunks(step: Step) -> list[AIMessageChunk]:
     return chunks
 
 
-def _call_chunk(index: int, *, args: str, name: str | None = None, call_id: str | None = None) -> AIMessageChunk:
-    return AIMessageChunk(content="", tool_call_chunks=[tool_call_chunk(name=name, args=args, id=call_id, index=index)])
+def _call_chunk(
+    index: int | None, *, args: str, name: str | None = None, call_id: str | None = None, message_id: str | None = None
+) -> AIMessageChunk:
+    piece = tool_call_chunk(name=name, args=args, id=call_id, index=index)
+    return AIMessageChunk(content="", id=message_id, tool_call_chunks=[piece])
+
+
+class EndpointChatModel(ChatOpenAI):
+    """``ChatOpenAI`` as the route needs it, on any OpenAI-compatible endpoint:
+
+    * each call is one ``runtimes.model_calls.model_call``: counted against the run's budget, its
+      failure named (a readable message and a ``MODEL_*`` code, ``errors`` says why) and recorded;
+    * always streamed, so ``AGUI_MODEL_TIMEOUT_S`` bounds every chunk;
+    * its chunks reach the bridge one piece at a time, as OpenAI streams them
+      (:func:`_as_openai_streams`): ag-ui-langgraph 0.0.47 reads one tool call per chunk, drops the
+      arguments that arrive with a call's name, and drops a chunk with a ``finish_reason`` whole,
+      so a call that arrives whole in the final chunk (Ollama, llama.cpp) would lose its arguments
+      on the wire, a second call its start, and a frontend tool's call (never run in the graph,
+      so never told again) would not reach the client at all.
+    """
+
+    async def _astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
+        cancel.track()
+        async for chunk in model_call(super()._astream(*args, **kwargs), unreadable_is_the_model=True):
+            for piece in _as_openai_streams(chunk):
+                yield piece
+
+    async def _agenerate(self, *args: Any, **kwargs: Any) -> ChatResult:
+        return await agenerate_from_stream(self._astream(*args, **kwargs))
+
+
+def _as_openai_streams(chunk: ChatGenerationChunk) -> list[ChatGenerationChunk]:
+    """``chunk`` as the pieces OpenAI streams one per chunk: its text, each tool call's name, each
+    call's arguments, and its end (finish reason, usage) on its own. A chunk of one piece stays."""
+    message = chunk.message
+    if not isinstance(message, AIMessageChunk):
+        return [chunk]
+    pieces = [AIMessageChunk(content=message.content, id=message.id)] if message.content else []
+    for call in message.tool_call_chunks:
+        index, name, call_id, args = call.get("index"), call.get("name"), call.get("id"), call.get("args") or ""
+        if name:
+            pieces.append(_call_chunk(index, name=name, call_id=call_id, args="", message_id=message.id))
+        if args:
+            pieces.append(_call_chunk(index, args=args, message_id=message.id))
+    ends = bool((chunk.generation_info or {}).get("finish_reason"))
+    if not pieces or (len(pieces) == 1 and not ends):
+        return [chunk]
+    end = AIMessageChunk(
+        content="",
+        id=message.id,
+        response_metadata=dict(message.response_metadata),
+        usage_metadata=message.usage_metadata,
+        chunk_position=message.chunk_position,
+    )
+    ended = ChatGenerationChunk(message=end, generation_info=chunk.generation_info)
+    return [*(ChatGenerationChunk(message=piece) for piece in pieces), ended]
 
 
 def chat_model(settings: RuntimeSettings, step: ScriptStep) -> BaseChatModel:
@@ -130,7 +184,7 @@ def chat_model(settings: RuntimeSettings, step: ScriptStep) -> BaseChatModel:
     """
     if settings.agui_model == "scripted":
         return ScriptedChatModel(step=step, delay_s=settings.agui_script_delay_ms / 1000)
-    return NamingChatOpenAI(
+    return EndpointChatModel(
         model=settings.agui_model_id,
         base_url=settings.openai_base_url,
         api_key=settings.openai_api_key or "not-set",
