@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from app.config import Settings
+from runtimes.base import HeldThreads
 from runtimes.langgraph import runtime
 from tests.wire import Run, Server, post_run, run_input, serve
 from verifier import verify_events, verify_thread
@@ -114,15 +115,15 @@ def test_a_bare_legacy_resume_value_cannot_answer_two_open_interrupts(server: Se
     assert results == ["Deleted a.txt.", "Not deleted: b.txt (denied)."]
 
 
-def held(server: Server) -> tuple[frozenset[str], frozenset[str]]:
-    """(threads the checkpointer holds, threads waiting for an answer), asked on the server's loop."""
-    threads = server.on_loop(server.pipeline(ROUTE).bridge.held_threads)
-    return threads.cached, threads.paused
+def held(server: Server) -> HeldThreads:
+    """What the route's bridge holds per thread, asked on the server's loop."""
+    return server.on_loop(server.pipeline(ROUTE).bridge.held_threads)
 
 
-def history_length(run: Run) -> int:
+def history(run: Run) -> list[str]:
+    """The user's messages in the thread's graph state, as the run's MESSAGES_SNAPSHOT tells them."""
     (snapshot,) = run.of_type("MESSAGES_SNAPSHOT")
-    return len(snapshot["messages"])
+    return [message["content"] for message in snapshot["messages"] if message["role"] == "user"]
 
 
 def test_idle_threads_beyond_the_bound_lose_their_graph_state_and_a_waiting_one_stays() -> None:
@@ -131,13 +132,14 @@ def test_idle_threads_beyond_the_bound_lose_their_graph_state_and_a_waiting_one_
         idle = [run_input(f"Hello number {n}") for n in range(CACHE_SIZE + 1)]  # more than the bound holds
         for body in idle:
             run_ok(small, body)
-        cached, paused = held(small)
-        assert cached == {waiting["threadId"], idle[-1]["threadId"]} and paused == {waiting["threadId"]}
+        threads = held(small)
+        assert threads.cached == {waiting["threadId"], idle[-1]["threadId"]}
+        assert threads.paused == {waiting["threadId"]}
 
         # The oldest idle thread's checkpoints were deleted: its graph state starts again.
         kept = run_ok(small, run_input("Hello again", thread_id=idle[-1]["threadId"]))
         dropped = run_ok(small, run_input("Hello again", thread_id=idle[0]["threadId"]))
-        assert history_length(kept) == 4 and history_length(dropped) == 2
+        assert history(kept) == [f"Hello number {CACHE_SIZE}", "Hello again"] and history(dropped) == ["Hello again"]
 
         # The waiting thread outlived them, and its approval runs the call once.
         answered = run_ok(small, legacy_resume(waiting, first, {"approved": True}))
@@ -151,8 +153,8 @@ def test_waiting_threads_outgrow_the_bound_until_the_ledger_evicts_one_with_its_
     with serve(settings) as small:
         asked = [interrupted(small, f"delete file{n}.txt") for n in range(3)]
         (evicted, evicted_run), *kept = asked
-        cached, paused = held(small)  # two waiting threads beyond a bound of one: the ledger's to bound
-        assert cached == paused == {body["threadId"] for body, _ in kept}
+        threads = held(small)  # two waiting threads beyond a bound of one: the ledger's to bound
+        assert threads.cached == threads.paused == {body["threadId"] for body, _ in kept}
 
         late = run_input(
             thread_id=evicted["threadId"],
@@ -164,7 +166,7 @@ def test_waiting_threads_outgrow_the_bound_until_the_ledger_evicts_one_with_its_
 
         # The evicted thread's checkpoints and gate record went with it: new input starts afresh.
         fresh = run_ok(small, run_input("Hello again", thread_id=evicted["threadId"]))
-        assert fresh.terminal["type"] == "RUN_FINISHED" and history_length(fresh) == 2
+        assert fresh.terminal["type"] == "RUN_FINISHED" and history(fresh) == ["Hello again"]
 
 
 def test_an_approval_the_ledger_refuses_to_park_leaves_nothing_held() -> None:
@@ -175,7 +177,7 @@ def test_an_approval_the_ledger_refuses_to_park_leaves_nothing_held() -> None:
         body = run_input("Research old logs and delete notes.txt")
         refused = run_ok(small, body)
         assert refused.terminal["type"] == "RUN_ERROR" and refused.terminal["code"] == "APPROVAL_CAPACITY"
-        cached, paused = held(small)
-        assert body["threadId"] not in cached | paused and parked["threadId"] in paused
+        threads = held(small)
+        assert body["threadId"] not in threads.cached | threads.paused and parked["threadId"] in threads.paused
         again = run_ok(small, run_input("Hello again", thread_id=body["threadId"]))
-        assert again.terminal["type"] == "RUN_FINISHED" and history_length(again) == 2
+        assert again.terminal["type"] == "RUN_FINISHED" and history(again) == ["Hello again"]
