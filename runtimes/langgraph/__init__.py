@@ -70,9 +70,7 @@ runtime = Runtime(
             "sharing the compiled graph and the checkpointer (LangGraph's `InMemorySaver`: idle threads bounded "
             "by `AGUI_THREAD_CACHE_SIZE`; a thread waiting for an approval is the approval ledger's to drop).",
             "The bridge catches what the graph raises and answers with a RUN_ERROR without a code; the route "
-            "names model failures at the model (`runtimes/langgraph/errors.py`). When a run is cancelled "
-            "(its client left), LangGraph 1.2 leaves a specialist's in-flight model call running to the end of "
-            "its answer; `runtimes/langgraph/cancel.py` cancels the run's model calls when the run ends.",
+            "names model failures at the model (`runtimes/langgraph/errors.py`).",
             "On a resume the bridge streams the resumed tool call again (TOOL_CALL_START/ARGS/END, same id) "
             "before its result, since it was not streamed in that run; for a suspended specialist that comes "
             "after the subagent's continuation. The specialist's own tool call ids are the bridge's (unique per "

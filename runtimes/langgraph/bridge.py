@@ -13,8 +13,6 @@ bridge's own endpoint does); the compiled graph, the models and the checkpointer
 
 What the bridge lacks is added as the runtime's own stages (``runtimes.base.Stage``), innermost first:
 
-* ``cancel.cancel_model_calls``: a run that ends (its client left) stops its model calls, the
-  specialists' included, which LangGraph leaves running;
 * ``subagents.NativeSubagents``: the native SUBAGENT_* surface held to the emitter's rules;
 * ``errors.name_subagent_errors`` and ``runtimes.model_errors.name_model_errors``: ``MODEL_*``
   codes on the SUBAGENT_ERROR and RUN_ERROR of a failed model (``errors`` says why);
@@ -50,7 +48,6 @@ from runtimes.base import HeldThreads, Stage
 from runtimes.config import RuntimeSettings
 from runtimes.interrupts import InterruptGate
 from runtimes.langgraph.agents import parent_graph
-from runtimes.langgraph.cancel import cancel_model_calls
 from runtimes.langgraph.checkpoints import ThreadCheckpoints
 from runtimes.langgraph.errors import name_subagent_errors
 from runtimes.langgraph.model import chat_model
@@ -133,7 +130,6 @@ class LangGraphBridge:
         self._subagents = NativeSubagents()
         self._forget_when_done: set[str] = set()
         self.stages: tuple[Stage, ...] = (
-            cancel_model_calls,
             self._subagents.stage,
             name_subagent_errors,
             name_model_errors,
@@ -146,8 +142,9 @@ class LangGraphBridge:
     async def run(self, run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
         self._checkpoints.touch(run_input.thread_id)
         request = bridge_input(run_input).model_copy(update={"messages": self._subagents.bridge_messages(run_input)})
-        async for event in self._agent.clone().run(request):
-            yield event
+        async with aclosing(self._agent.clone().run(request)) as events:
+            async for event in events:
+                yield event
 
     def describe_error(self, exc: BaseException) -> ModelError | None:
         return describe(exc)

@@ -28,7 +28,6 @@ from langchain_openai import ChatOpenAI
 
 from runtimes import script
 from runtimes.config import RuntimeSettings
-from runtimes.langgraph import cancel
 from runtimes.model_calls import model_call
 from runtimes.script import CallTools, Reply, Step, Turn, chunk_json
 
@@ -93,7 +92,6 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        cancel.track()
         offered = [tool["function"]["name"] for tool in kwargs.get("tools") or ()]
         frontend = [name for name in offered if name not in script.BACKEND_TOOLS]
         step = self.step(turn_from_messages(messages, frontend_tools=frontend))
@@ -140,7 +138,6 @@ class EndpointChatModel(ChatOpenAI):
     """
 
     async def _astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
-        cancel.track()
         async for chunk in model_call(super()._astream(*args, **kwargs), unreadable_is_the_model=True):
             for piece in _as_openai_streams(chunk):
                 yield piece
@@ -191,4 +188,8 @@ def chat_model(settings: RuntimeSettings, step: ScriptStep) -> BaseChatModel:
         timeout=settings.agui_model_timeout_s,
         max_retries=0,  # the timeout bounds the whole call, as the setting promises
         streaming=True,
+        # Not langchain-openai's own per-chunk timer as well (120 s): the timeout above bounds every
+        # chunk, and its asyncio.wait_for can swallow the run's cancellation on Python 3.11 when a
+        # chunk arrives at that moment (the call then waits on, and holds, a stalled connection).
+        stream_chunk_timeout=None,
     )
