@@ -89,22 +89,34 @@ class NativeLatch:
     """Process-wide, per-route memory that the bridge now emits SUBAGENT_* itself.
 
     A per-run flag would re-learn on every run and duplicate the first delegation of each one,
-    so one latch is created per mounted route and shared by all of its runs.
+    so one latch is created per mounted route and shared by all of its runs. ``expected``: the
+    runtime declares that its bridge does so (``Runtime.native_subagents``), so standing down is
+    news only when it is not (a warning then: an upgraded bridge, whose dialect can go).
     """
 
-    def __init__(self, route: str) -> None:
+    def __init__(self, route: str, *, expected: bool = False) -> None:
         self.route = route
+        self.expected = expected
         self.tripped = False
 
     def trip(self, event: BaseEvent) -> None:
-        if not self.tripped:
-            self.tripped = True
-            logger.warning(
-                "route=%s event=%s | the bridge emits subagent events natively: the subagent emitter stands "
-                "down for this route; delete its dialect once this is confirmed",
+        if self.tripped:
+            return
+        self.tripped = True
+        if self.expected:
+            logger.info(
+                "route=%s event=%s | the bridge emits subagent events natively, as its runtime declares: the "
+                "subagent emitter stands down for this route",
                 self.route,
                 event.type.value,
             )
+            return
+        logger.warning(
+            "route=%s event=%s | the bridge emits subagent events natively: the subagent emitter stands "
+            "down for this route; delete its dialect once this is confirmed",
+            self.route,
+            event.type.value,
+        )
 
 
 class SubagentRun:
