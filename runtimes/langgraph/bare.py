@@ -20,5 +20,5 @@ def bare_app() -> FastAPI:
     settings = RuntimeSettings()
     app = FastAPI()
     graph = graph_for(settings, ThreadCheckpoints(settings.agui_thread_cache_size))
-    add_langgraph_fastapi_endpoint(app, agent_for(graph), runtime.route)
+    add_langgraph_fastapi_endpoint(app, agent_for(graph, settings), runtime.route)
     return app

@@ -58,6 +58,12 @@ from runtimes.model_errors import ModelError, describe, name_model_errors
 PREDICT_STATE = [{"state_key": "document", "tool": script.WRITE_DOCUMENT, "tool_argument": "document"}]
 """``write_document``'s ``document`` argument is the state key ``document`` while it streams (the
 bridge reads this from the run's metadata and emits a PredictState CUSTOM event)."""
+GRAPH_STEPS_PER_MODEL_CALL = 4
+"""What the agent loop may take per model call: the model node, the client tools' hook after it and
+the tools node, and one to spare. LangGraph's own bound, 25 steps per run (``recursion_limit``),
+would end a model that keeps calling tools after eight calls with an error of its own (no code);
+set from ``AGUI_MAX_MODEL_CALLS``, it leaves the run's model-call budget to end it
+(``TOO_MANY_MODEL_CALLS``), as on every route."""
 BARE_RESUME = "forwardedProps.command.resume"
 """The interrupt a bare legacy resume names when nothing is open (no interrupt has this id)."""
 _HOOKS = ("_build_command_from_agui_resume", "get_schema_keys", "clone")
@@ -94,13 +100,18 @@ def _answer(entry: ResumeEntry) -> object:
     return entry.payload
 
 
-def agent_for(graph: CompiledStateGraph, cls: type[LangGraphAgent] = LangGraphAgent) -> LangGraphAgent:
+def agent_for(
+    graph: CompiledStateGraph, settings: RuntimeSettings, cls: type[LangGraphAgent] = LangGraphAgent
+) -> LangGraphAgent:
     """The upstream agent over ``graph``, with the switches this server uses (see the module)."""
     return cls(
         name="langgraph_demo_assistant",
         description="The demo assistant on LangGraph.",
         graph=graph,
-        config={"metadata": {"predict_state": PREDICT_STATE}},
+        config={
+            "metadata": {"predict_state": PREDICT_STATE},
+            "recursion_limit": GRAPH_STEPS_PER_MODEL_CALL * (settings.agui_max_model_calls + 1),
+        },
         emit_interrupt_outcome=True,
         enable_legacy_on_interrupt_event=False,
         emit_raw_events=False,
@@ -125,7 +136,7 @@ class LangGraphBridge:
             raise RuntimeError(f"ag-ui-langgraph changed: LangGraphAgent has no {', '.join(missing)} (used here)")
         self._checkpoints = ThreadCheckpoints(settings.agui_thread_cache_size)
         self._graph = graph_for(settings, self._checkpoints)
-        self._agent = agent_for(self._graph, RouteAgent)
+        self._agent = agent_for(self._graph, settings, RouteAgent)
         self._gate = InterruptGate(settings.agui_thread_cache_size)
         self._subagents = NativeSubagents()
         self._forget_when_done: set[str] = set()
