@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 IMAGE_ENGINE ?= auto
 
-.PHONY: serve test setup lint boot-check image-check lint-docker client-deps inspector-deps inspector-bundle browser \
+.PHONY: serve test setup lint boot-check image-check lint-docker client-deps inspector-deps inspector-bundle browser engine \
 	screenshots captures matrix bench load tour
 
 $(UV):
@@ -25,7 +25,7 @@ serve: setup
 	HOST=$(HOST) PORT=$(PORT) .venv/bin/python -m deploy.serve
 
 # pytest stays last, so its summary is the last line CI prints.
-test: setup client-deps inspector-deps browser lint-docker boot-check image-check
+test: setup client-deps inspector-deps browser engine lint-docker boot-check image-check
 	.venv/bin/python -m pytest
 
 # Install what the image installs into a fresh venv, boot its entrypoint, drive every route.
@@ -65,6 +65,13 @@ inspector-bundle: inspector-deps
 	apt-get install -y --no-install-recommends chromium || (apt-get update && apt-get install -y --no-install-recommends chromium)
 
 browser: /usr/bin/chromium
+
+# Debian's Redis for the shared-state tests (AGUI_STATE_URL): tests/engine.py starts its own
+# redis-server on a free loopback port for each use; nothing else runs it.
+/usr/bin/redis-server:
+	apt-get install -y --no-install-recommends redis-server || (apt-get update && apt-get install -y --no-install-recommends redis-server)
+
+engine: /usr/bin/redis-server
 
 # The README's pictures of the page, taken by its browser tests.
 screenshots: setup inspector-deps browser

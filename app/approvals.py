@@ -12,7 +12,7 @@ if they had never existed. So, one ledger per route, in front of every runtime:
   longest, if it has waited at least ``min_age_s`` and no run of it is in flight (its resume may
   be on its way through); otherwise the new one is refused with RUN_ERROR
   ``APPROVAL_CAPACITY`` (the flood waits, not the people already waiting);
-* an evicted thread is remembered (bounded), and its late resume gets RUN_ERROR
+* an evicted thread is remembered for an hour, and its late resume gets RUN_ERROR
   ``INTERRUPT_EXPIRED``, saying why.
 
 What the bridge holds for a thread is dropped through ``Bridge.forget``; the bridges themselves
@@ -22,13 +22,14 @@ never drop a waiting thread on their own.
 from __future__ import annotations
 
 import json
-import time
-from collections import Counter, OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 
 from ag_ui.core import BaseEvent, EventType, RunAgentInput, RunErrorEvent, RunStartedEvent
+
+from app.runs import RunKeys
+from store import Store
 
 APPROVAL_TOO_LARGE = "APPROVAL_TOO_LARGE"
 APPROVAL_CAPACITY = "APPROVAL_CAPACITY"
@@ -47,20 +48,30 @@ class ApprovalLimits:
     max_bytes: int
 
 
-class ApprovalLedger:
-    """Which threads of one route wait for an answer, since when; the rules above."""
+EXPIRED_TTL_S = 3600.0
+"""How long an evicted thread is remembered, so its late resume is told why. Evictions are bounded
+by the limits (a thread must have waited ``min_age_s``), so the marks are too."""
 
-    def __init__(self, limits: ApprovalLimits, forget: Callable[[str], None]) -> None:
+
+class ApprovalLedger:
+    """Which threads of one route wait for an answer, since when; the rules above. What it holds
+    is in the app's store (``store``), shared by every replica when the state is; a thread is never
+    evicted while its lease is held (a run of it is in flight: its resume may be on its way)."""
+
+    def __init__(
+        self, limits: ApprovalLimits, forget: Callable[[str], Awaitable[None]], store: Store, route: str
+    ) -> None:
         self._limits = limits
         self._forget = forget
-        self._parked: OrderedDict[str, float] = OrderedDict()  # thread -> parked at, the longest waiting first
-        self._expired: OrderedDict[str, None] = OrderedDict()
-        self._answering: Counter[str] = Counter()  # runs in flight per thread: one may be a resume answering it
+        self._store = store
+        self._parked = f"agui:{route}:parked"
+        self._expired = f"agui:{route}:expired:"
+        self._leases = RunKeys.lease_prefix(route)
 
     async def stage(self, events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
         """The ledger as a pipeline stage: refuse a late resume, then decide what a run may park."""
         thread_id = run_input.thread_id
-        if run_input.resume and thread_id in self._expired and thread_id not in self._parked:
+        if run_input.resume and await self._store.get(self._expired + thread_id) is not None:
             async with aclosing(events):  # never started: nothing of the bridge runs
                 pass
             yield RunStartedEvent(thread_id=thread_id, run_id=run_input.run_id)
@@ -70,47 +81,45 @@ class ApprovalLedger:
                 code=INTERRUPT_EXPIRED,
             )
             return
-        self._answering[thread_id] += 1
-        try:
-            async with aclosing(events):
-                async for event in events:
-                    if event.type == EventType.RUN_FINISHED:
-                        event = self._settle(thread_id, event)
-                    yield event
-        finally:
-            self._answering[thread_id] -= 1
-            if not self._answering[thread_id]:
-                del self._answering[thread_id]
+        async with aclosing(events):
+            async for event in events:
+                if event.type == EventType.RUN_FINISHED:
+                    event = await self._settle(thread_id, event)
+                yield event
 
-    def _settle(self, thread_id: str, finished: BaseEvent) -> BaseEvent:
+    async def parked(self) -> list[str]:
+        """The threads waiting, the longest waiting first."""
+        return await self._store.parked(self._parked)
+
+    async def _settle(self, thread_id: str, finished: BaseEvent) -> BaseEvent:
         """What a run's RUN_FINISHED may be: parked, or refused (then nothing stays held)."""
         interrupts = getattr(finished.outcome, "interrupts", None) or []
-        self._parked.pop(thread_id, None)
-        self._expired.pop(thread_id, None)
+        await self._store.unpark(self._parked, thread_id)
+        await self._store.delete(self._expired + thread_id)
         if not interrupts:
             return finished
         size = len(json.dumps([i.model_dump(mode="json") for i in interrupts], separators=(",", ":")))
         if len(interrupts) > self._limits.max_per_run or size > self._limits.max_bytes:
-            self._forget(thread_id)
+            await self._forget(thread_id)
             return RunErrorEvent(
                 message=f"The run asked for {len(interrupts)} approval(s) of {size} bytes; the server holds at most "
                 f"{self._limits.max_per_run} of {self._limits.max_bytes} bytes per run. Nothing was run.",
                 code=APPROVAL_TOO_LARGE,
             )
-        if len(self._parked) >= self._limits.max_parked:
-            oldest, parked_at = next(
-                ((t, at) for t, at in self._parked.items() if t not in self._answering), (None, time.monotonic())
+        decision = await self._store.park(
+            self._parked,
+            thread_id,
+            max_parked=self._limits.max_parked,
+            min_age_s=self._limits.min_age_s,
+            leases=self._leases,
+        )
+        if decision.verdict == "refused":
+            await self._forget(thread_id)
+            return RunErrorEvent(
+                message="The server holds as many waiting approvals as it may; nothing was run. Try again later.",
+                code=APPROVAL_CAPACITY,
             )
-            if oldest is None or time.monotonic() - parked_at < self._limits.min_age_s:
-                self._forget(thread_id)
-                return RunErrorEvent(
-                    message="The server holds as many waiting approvals as it may; nothing was run. Try again later.",
-                    code=APPROVAL_CAPACITY,
-                )
-            del self._parked[oldest]
-            self._forget(oldest)
-            self._expired[oldest] = None
-            while len(self._expired) > 4 * self._limits.max_parked:
-                self._expired.popitem(last=False)
-        self._parked[thread_id] = time.monotonic()
+        if decision.evicted is not None:
+            await self._forget(decision.evicted)
+            await self._store.put(self._expired + decision.evicted, b"1", ttl_s=EXPIRED_TTL_S)
         return finished

@@ -15,6 +15,7 @@ from pydantic_settings import NoDecode
 
 from app.approvals import ApprovalLimits
 from app.guard import Limits
+from app.runs import RunLimits
 from runtimes.config import RuntimeSettings
 
 
@@ -55,11 +56,37 @@ class Settings(RuntimeSettings):
         default=65_536, gt=0, description="Size (JSON) of the approvals one run may park."
     )
 
+    # --- runs and their replay logs (app/runs.py; docs/deploy.md) ----------------------------
+    agui_detached_run_s: float = Field(
+        default=0.0, ge=0, description="A run goes on this long after its last client left (0: it stops at once)."
+    )
+    agui_replay_s: float = Field(
+        default=60.0, gt=0, description="A finished run's events stay this long for a client that reconnects."
+    )
+    agui_replay_max_events: int = Field(default=10_000, gt=0, description="Events of one run kept for reconnects.")
+    agui_lease_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="A run holds its thread this long past its last heartbeat (a replica that died frees it then).",
+    )
+
     # --- security ------------------------------------------------------------------------
     agui_token: str | None = Field(default=None, description="When set, every route but /ok needs this bearer token.")
+    agui_tokens: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict,
+        description="Named tokens, `name:token,name:token`: each caller's threads are its own (with AGUI_TOKEN "
+        "too, that one is named `default`).",
+    )
     agui_cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Comma-separated origins allowed by CORS; empty disables CORS."
     )
+
+    def tokens(self) -> dict[str, str]:
+        """Every accepted token and the principal it names: "" when one token is all there is."""
+        named = {token: name for name, token in self.agui_tokens.items()}
+        if self.agui_token:
+            named.setdefault(self.agui_token, "default")
+        return named if len(named) > 1 else dict.fromkeys(named, "")
 
     def limits(self) -> Limits:
         """What one request may cost, for the request guard."""
@@ -72,6 +99,15 @@ class Settings(RuntimeSettings):
             max_tools=self.agui_max_tools,
             max_tools_bytes=self.agui_max_tools_bytes,
             max_id_length=self.agui_max_id_length,
+        )
+
+    def run_limits(self) -> RunLimits:
+        """How long runs live without clients, and their replay logs, for ``app.runs``."""
+        return RunLimits(
+            detached_s=self.agui_detached_run_s,
+            replay_s=self.agui_replay_s,
+            max_events=self.agui_replay_max_events,
+            lease_s=self.agui_lease_s,
         )
 
     def approval_limits(self) -> ApprovalLimits:
@@ -89,6 +125,25 @@ class Settings(RuntimeSettings):
         if isinstance(value, str) and value.strip().lower() in {"on", "off"}:
             return value.strip().lower() == "on"
         return value
+
+    @field_validator("agui_tokens", mode="before")
+    @classmethod
+    def _named_tokens(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        named: dict[str, str] = {}
+        for item in filter(None, (part.strip() for part in value.split(","))):
+            name, sep, token = item.partition(":")
+            if (
+                not sep
+                or not name.strip()
+                or not token.strip()
+                or name.strip() in named
+                or token.strip() in named.values()
+            ):
+                raise ValueError("AGUI_TOKENS is `name:token,name:token`: distinct names, distinct non-empty tokens")
+            named[name.strip()] = token.strip()
+        return named
 
     @field_validator("agui_cors_origins", mode="before")
     @classmethod

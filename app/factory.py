@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI
 
 from app.config import Settings
@@ -11,20 +14,30 @@ from app.keepalive import SSEKeepalive
 from app.mounting import mount
 from app.pipeline import RoutePipeline
 from app.registry import RUNTIMES
+from app.runs import RunRegistry
 from app.security import add_security
+from store import open_store
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the whole server for ``settings`` (default: read from the environment)."""
     settings = settings or Settings()
-    app = FastAPI(title="AG-UI multi-runtime server", version="0.1.0")
+    store = open_store(settings.agui_state_url)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await store.aclose()
+
+    app = FastAPI(title="AG-UI multi-runtime server", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
+    app.state.runs = runs = RunRegistry(store, settings.run_limits())
     app.state.pipelines = {}  # route -> its RoutePipeline (the runtime, its bridge, its native latch)
     app.include_router(health_router(RUNTIMES, settings))
     for runtime in RUNTIMES:
-        pipeline = RoutePipeline(runtime, runtime.build(settings), settings)
+        pipeline = RoutePipeline(runtime, runtime.build(settings, store), settings, store)
         app.state.pipelines[runtime.route] = pipeline
-        mount(app, pipeline, limits=settings.limits())
+        mount(app, pipeline, runs, limits=settings.limits())
     app.add_middleware(SSEKeepalive, paths=frozenset(app.state.pipelines), interval_s=settings.agui_keepalive_s)
     add_security(app, settings)  # CORS answers preflights, then the token gate
     add_inspector(app)  # outermost: the page holds no secret, so it is served before the token gate

@@ -16,20 +16,24 @@ innermost first, and why they sit where they do:
    terminal event last, whatever the stages inside did (an escaping exception becomes RUN_ERROR
    with the bridge's name for it, a stop mid-run becomes RUN_ERROR ``INCOMPLETE_RUN``).
 5. ``Pump.drain`` (``app.pump``): stages 1-4 run in one task and context of their own, with
-   backpressure; what the dialects put out of band is merged in live; at shutdown a run that does
-   not finish in time ends with RUN_ERROR ``SERVER_SHUTDOWN``, its subagents closed first.
+   backpressure; what the dialects put out of band is merged in live; a run ended early (at
+   shutdown, or when its clients left) ends with RUN_ERROR ``SERVER_SHUTDOWN`` or ``CLIENT_GONE``,
+   its subagents closed first. Then ``as_client_named`` (``app.principals``): the stages above see
+   the thread as the server keeps it for the request's principal, the client sees its own name.
 6. :func:`encode_sse`: each event as its SSE frame; an event that cannot be encoded ends the run
    with RUN_ERROR ``ENCODING_ERROR`` instead of a cut stream.
-7. ``log_run`` (``app.runlog``): one summary line per run, of what the client was sent (the one
+7. ``log_run`` (``app.runlog``): one summary line per run, of what its clients were sent (the one
    line a failure gets; the stages above log their detail at debug).
 
-Every stage closes its input when it ends, so a client that goes away stops the bridge at once.
+What comes out (:meth:`RoutePipeline.open`) is each event with its frame; ``app.runs`` writes them
+to the run's replay log, which the run's clients read. Every stage closes its input when it ends,
+so a run ended early (its clients left, the server stops) stops the bridge at once.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
@@ -39,12 +43,16 @@ from ag_ui.encoder import EventEncoder
 from app.approvals import CODES as APPROVAL_CODES
 from app.approvals import ApprovalLedger
 from app.config import Settings
+from app.principals import as_client_named, scoped
 from app.pump import SERVER_SHUTDOWN, TERMINAL, Pump
 from app.runlog import log_run
+from app.runs import CODES as RUN_CODES
+from app.runs import STATE_UNAVAILABLE
 from emitters.core import NativeLatch, SubagentRun, emit_subagents, subagent_events_enabled
 from runtimes.base import Bridge, Runtime
 from runtimes.budget import limit_model_calls
 from runtimes.model_errors import MODEL_CODES
+from store import Store, StoreUnavailable
 
 logger = logging.getLogger("agui.pipeline")
 
@@ -59,11 +67,13 @@ _ENCODER = EventEncoder()
 
 @dataclass
 class RoutePipeline:
-    """Everything one mounted route keeps between runs: its runtime, bridge and native latch."""
+    """Everything one mounted route keeps between runs: its runtime, bridge, native latch and ledger,
+    over the app's store."""
 
     runtime: Runtime
     bridge: Bridge
     settings: Settings
+    store: Store
     latch: NativeLatch = field(init=False)
     ledger: ApprovalLedger = field(init=False)
     codes: frozenset[str] = field(init=False)
@@ -71,11 +81,15 @@ class RoutePipeline:
 
     def __post_init__(self) -> None:
         self.latch = NativeLatch(self.runtime.route, expected=self.runtime.native_subagents)
-        self.ledger = ApprovalLedger(self.settings.approval_limits(), self.bridge.forget)
-        self.codes = PIPELINE_CODES | MODEL_CODES | APPROVAL_CODES | self.runtime.known.run_error_codes()
+        self.ledger = ApprovalLedger(
+            self.settings.approval_limits(), self.bridge.forget, self.store, self.runtime.route
+        )
+        self.codes = PIPELINE_CODES | RUN_CODES | MODEL_CODES | APPROVAL_CODES | self.runtime.known.run_error_codes()
 
-    def stream(self, run_input: RunAgentInput) -> AsyncIterator[bytes]:
-        """The SSE bytes of one run of ``run_input``."""
+    def open(self, run_input: RunAgentInput, principal: str = "") -> OpenRun:
+        """One run of ``run_input`` for ``principal`` (``app.principals``): its events with their
+        SSE frames, and how to end it early."""
+        client_thread_id, run_input = run_input.thread_id, scoped(run_input, principal)
         subagents = SubagentRun(
             self.latch,
             thread_id=run_input.thread_id,
@@ -83,15 +97,38 @@ class RoutePipeline:
             enabled=subagent_events_enabled(run_input.forwarded_props, self.settings.agui_subagent_events),
             interrupt_owner=self.bridge.interrupt_owner,
         )
-        pump = Pump(closing=lambda: subagents.visible(subagents.close_all("The server is shutting down.")))
+        pump = Pump(closing=lambda reason: subagents.visible(subagents.close_all(reason)))
         events = self.bridge.run(run_input)
         for stage in self.bridge.stages:
             events = stage(events, run_input)
         events = self.ledger.stage(events, run_input)
         events = limit_model_calls(events, self.settings.agui_max_model_calls)
         events = one_run(emit_subagents(events, subagents), run_input, self.bridge, self.codes)
-        frames = encode_sse(pump.drain(events))
+        events = as_client_named(pump.drain(events), client_thread_id)
+        return OpenRun(self._logged(encode_sse(events), run_input), pump.end_by)
+
+    def refuse(self, run_input: RunAgentInput, code: str, message: str) -> AsyncIterator[tuple[BaseEvent, bytes]]:
+        """A run answered before anything of it starts: RUN_STARTED, then RUN_ERROR ``code``."""
+        return self._logged(encode_sse(_refusal(run_input, code, message)), run_input)
+
+    def _logged(
+        self, frames: AsyncIterator[tuple[BaseEvent, bytes]], run_input: RunAgentInput
+    ) -> AsyncIterator[tuple[BaseEvent, bytes]]:
         return log_run(frames, runtime=self.runtime.name, thread_id=run_input.thread_id, run_id=run_input.run_id)
+
+
+@dataclass(frozen=True)
+class OpenRun:
+    """One run through the pipeline: iterate ``frames`` once; ``end_by(grace_s, code, message)``
+    ends it early with RUN_ERROR ``code`` (its open subagents closed first)."""
+
+    frames: AsyncIterator[tuple[BaseEvent, bytes]]
+    end_by: Callable[[float, str, str], None]
+
+
+async def _refusal(run_input: RunAgentInput, code: str, message: str) -> AsyncIterator[BaseEvent]:
+    yield _run_started(run_input)
+    yield RunErrorEvent(message=message, code=code)
 
 
 async def one_run(
@@ -127,6 +164,9 @@ def _run_started(run_input: RunAgentInput) -> RunStartedEvent:
 
 
 def _run_error(exc: Exception, bridge: Bridge, run_input: RunAgentInput) -> RunErrorEvent:
+    if isinstance(exc, StoreUnavailable):
+        logger.warning("code=%s thread=%.64r | the state store failed mid-run", STATE_UNAVAILABLE, run_input.thread_id)
+        return RunErrorEvent(message="The state store became unavailable during the run.", code=STATE_UNAVAILABLE)
     named = bridge.describe_error(exc)
     code = named.code if named is not None else INTERNAL_ERROR
     message = str(named) if named is not None else f"The run failed ({type(exc).__name__})."

@@ -16,10 +16,11 @@ Why a task of its own:
   and left to unwind in its own task, shielded from the server's cancel scope (which would
   otherwise re-cancel every await of the bridge's teardown), so the bridge's cleanup runs to the
   end and every model connection is released.
-* **Shutdown.** When the server is told to stop (:func:`shut_down`, from ``deploy.serve`` on
+* **Ending early.** When the server is told to stop (:func:`shut_down`, from ``deploy.serve`` on
   SIGTERM), every run gets a grace period to finish; one still going then ends with RUN_ERROR
   ``SERVER_SHUTDOWN`` (after what ``closing`` says must close first), instead of being cut off
-  mid-stream with no terminal event.
+  mid-stream with no terminal event. A run whose clients left ends the same way, at once, with the
+  code its owner gives (:meth:`Pump.end_by`, from ``app.runs``).
 
 Invariants: events leave in the order they were produced or put; nothing leaves after a terminal
 event (RUN_FINISHED or RUN_ERROR); the source is closed when the pump ends, however it ends.
@@ -45,6 +46,8 @@ TERMINAL = frozenset({EventType.RUN_FINISHED, EventType.RUN_ERROR})
 SHUTDOWN_MESSAGE = "The server is shutting down; this run did not finish in time. Send it again."
 
 SERVER_SHUTDOWN = "SERVER_SHUTDOWN"
+CLIENT_GONE = "CLIENT_GONE"
+"""The run's clients left and it may not go on without them (``app.runs``)."""
 
 _unwinding: set[asyncio.Task] = set()
 """Strong references to cancelled pumps still unwinding (the loop keeps only weak ones)."""
@@ -65,16 +68,18 @@ def shut_down(grace_s: float) -> None:
 class Pump:
     """One run's pump. Create it on the server's loop, then iterate :meth:`drain` once.
 
-    ``closing`` gives the events that must go out before a RUN_ERROR the pump sends itself
-    (at shutdown): what the run has open that a client should see closed.
+    ``closing`` gives the events that must go out before a RUN_ERROR the pump sends itself (at
+    shutdown, or when the run's clients left), given that RUN_ERROR's message: what the run has
+    open that a client should see closed.
     """
 
     grace_s: float | None = None
     """Set once the server is shutting down: how long a run may still take."""
 
-    def __init__(self, closing: Callable[[], list[BaseEvent]] = list) -> None:
+    def __init__(self, closing: Callable[[str], list[BaseEvent]] = lambda reason: []) -> None:
         self._closing = closing
         self._deadline: float | None = None
+        self._ending = RunErrorEvent(message=SHUTDOWN_MESSAGE, code=SERVER_SHUTDOWN)  # sent at the deadline
         self._ready: deque[BaseEvent] = deque()
         self._wakeup = asyncio.Event()
         self._room = asyncio.Event()
@@ -88,9 +93,13 @@ class Pump:
         """Send ``event`` now, out of band. Safe from any thread; dropped after the terminal event."""
         self._append(event)
 
-    def end_by(self, grace_s: float) -> None:
-        """Give the run ``grace_s`` more seconds; then it ends with RUN_ERROR ``SERVER_SHUTDOWN``."""
-        self._deadline = self._loop.time() + grace_s
+    def end_by(self, grace_s: float, code: str = SERVER_SHUTDOWN, message: str = SHUTDOWN_MESSAGE) -> None:
+        """Give the run ``grace_s`` more seconds; then it ends with RUN_ERROR ``code``. The earliest
+        deadline wins."""
+        deadline = self._loop.time() + grace_s
+        if self._deadline is None or deadline < self._deadline:
+            self._deadline = deadline
+            self._ending = RunErrorEvent(message=message, code=code)
         self._wake()
 
     async def drain(self, source: AsyncIterator[BaseEvent]) -> AsyncIterator[BaseEvent]:
@@ -103,7 +112,7 @@ class Pump:
         try:
             while True:
                 if self._deadline is not None and self._loop.time() >= self._deadline and not self._ends_soon():
-                    for event in [*self._closing(), RunErrorEvent(message=SHUTDOWN_MESSAGE, code=SERVER_SHUTDOWN)]:
+                    for event in [*self._closing(self._ending.message), self._ending]:
                         yield event
                     return
                 if self._ready:

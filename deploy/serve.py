@@ -9,7 +9,8 @@ variable               default        meaning
 =====================  =============  ===================================================
 HOST                   127.0.0.1      bind address (the image sets 0.0.0.0)
 PORT                   8000           bind port
-WEB_CONCURRENCY        1              uvicorn worker processes (see the warning below)
+AGUI_WORKERS           1              worker processes; more than one needs AGUI_STATE_URL
+                                      (thread state shared by the workers, see below)
 FORWARDED_ALLOW_IPS    127.0.0.1      proxies whose X-Forwarded-* headers are trusted
                                       (comma list, or * behind a platform's proxy)
 LOG_LEVEL              info           critical, error, warning, info, debug, trace
@@ -28,9 +29,10 @@ The app's own settings (``AGUI_MODEL``, ``OPENAI_BASE_URL``, ...) are read by
 value stops the start with one line naming the variable. HTTP runs on ``deploy.http.GuardedHttp``
 (header deadline, graceful end of streams on shutdown).
 
-Workers: pending approvals and per-thread agents live in the memory of the worker that
-served the run. With more than one worker, the resume request must reach the same worker
-(sticky sessions on ``threadId``) or it will not find its interrupt.
+Workers: without ``AGUI_STATE_URL``, thread state (pending approvals, per-thread agents, replay
+logs) lives in the memory of the one process, and more than one worker is refused at start: a
+resume or a reconnect landing on another worker would not find its thread. With it, every worker
+keeps thread state in that engine, and any worker (or replica) serves any request.
 """
 
 from __future__ import annotations
@@ -61,8 +63,6 @@ tracebacks (one model failure is three or four records). Below debug they are si
 CRITICAL: the run's own line from ``app.runlog`` speaks for them, one per run, at WARNING with the
 RUN_ERROR code when the run failed. ``LOG_LEVEL=debug`` shows all of their records."""
 
-log = logging.getLogger("deploy.serve")
-
 
 @dataclass(frozen=True)
 class ServeConfig:
@@ -85,7 +85,7 @@ class ServeConfig:
         config = cls(
             host=env.get("HOST", cls.host),
             port=_int(env, "PORT", cls.port, low=1, high=65535),
-            workers=_int(env, "WEB_CONCURRENCY", cls.workers, low=1),
+            workers=_int(env, "AGUI_WORKERS", cls.workers, low=1),
             forwarded_allow_ips=env.get("FORWARDED_ALLOW_IPS", cls.forwarded_allow_ips),
             log_level=env.get("LOG_LEVEL", cls.log_level).strip().lower(),
             log_format=env.get("LOG_FORMAT", cls.log_format).strip().lower(),
@@ -94,6 +94,11 @@ class ServeConfig:
             limit_concurrency=_int(env, "LIMIT_CONCURRENCY", cls.limit_concurrency, low=1),
             timeout_keep_alive_s=_int(env, "TIMEOUT_KEEP_ALIVE_S", cls.timeout_keep_alive_s, low=1),
         )
+        if config.workers > 1 and not env.get("AGUI_STATE_URL", "").strip():
+            raise ValueError(
+                f"AGUI_WORKERS={config.workers} needs AGUI_STATE_URL (redis://host:port/db): without shared "
+                "state, a resume or a reconnect that lands on another worker would not find its thread"
+            )
         if config.log_level not in LOG_LEVELS:
             raise ValueError(f"LOG_LEVEL={config.log_level!r} is not one of {', '.join(LOG_LEVELS)}")
         if config.log_format not in LOG_FORMATS:
@@ -175,12 +180,6 @@ def main() -> None:
     # before it started: this one, so a clean stop (docker stop) exits 0, not 143.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     logging.config.dictConfig(log_config(config))
-    if config.workers > 1:
-        log.warning(
-            "WEB_CONCURRENCY=%d: pending approvals live in one worker's memory; route each threadId to the "
-            "same worker (sticky sessions) or resumes will not find their interrupt",
-            config.workers,
-        )
     uvicorn.run(
         APP_FACTORY,
         factory=True,

@@ -6,8 +6,8 @@ must learn what a runtime is and how it differs from what the runtime's own pack
 never from a branch that names it. So a runtime package exposes one :class:`Runtime` value:
 
 * who it is (``name``, ``title``, ``bridge_package``; the route is derived from the name);
-* how to build its :class:`Bridge` for a settings object (the upstream AG-UI bridge plus the
-  runtime's own stages), called once per app;
+* how to build its :class:`Bridge` for a settings object and the app's store (the upstream AG-UI
+  bridge plus the runtime's own stages), called once per app;
 * what differs about it, as data: the RUN_ERROR codes its bridge answers refusals with, the gaps
   the runtime matrix explains, the upstream loggers to quiet, the distributions whose versions
   the wire captures record, the "bare bridge" app the benchmarks compare against.
@@ -26,6 +26,7 @@ from ag_ui.core import BaseEvent, Interrupt, RunAgentInput
 
 from runtimes.config import RuntimeSettings
 from runtimes.model_errors import ModelError
+from store import Store
 
 Stage = Callable[[AsyncIterator[BaseEvent], RunAgentInput], AsyncIterator[BaseEvent]]
 """One step of a run's event stream: takes the stream so far and the run's input, yields the
@@ -65,10 +66,11 @@ class Bridge(Protocol):
     def held_threads(self) -> HeldThreads:
         """What the bridge keeps per thread right now."""
 
-    def forget(self, thread_id: str) -> None:
+    async def forget(self, thread_id: str) -> None:
         """Drop what the bridge keeps for a thread waiting for an approval: the app's approval
-        ledger evicted it or refused to park it (``app/approvals.py``). A bridge never drops a
-        waiting thread on its own."""
+        ledger evicted it or refused to park it (``app/approvals.py``), on whichever replica; with
+        shared state, that includes what the bridge keeps of it in the engine. A bridge never
+        drops a waiting thread on its own."""
 
 
 Situation = Literal[
@@ -140,7 +142,8 @@ class Runtime:
     title: str
     bridge_package: str
     """The upstream AG-UI bridge distribution the route stands on."""
-    build: Callable[[RuntimeSettings], Bridge]
+    build: Callable[[RuntimeSettings, Store], Bridge]
+    """The route's bridge for the app's settings and store (``store``: where thread state lives)."""
     known: Known
     packages: tuple[str, ...] = ()
     """Further distributions whose versions the captures record (the runtime's core)."""

@@ -14,6 +14,8 @@ from ag_ui.core.events import Interrupt, RunFinishedInterruptOutcome
 
 from app.approvals import ApprovalLedger, ApprovalLimits
 from app.config import Settings
+from app.runs import RunKeys
+from store import MemoryStore
 from tests.wire import ROUTES, Run, Server, arun, run_input, serve
 from verifier import verify_events, verify_thread
 from verifier.client import history_after, resume
@@ -88,11 +90,17 @@ def test_a_run_that_would_park_too_much_parks_nothing(route: str, limits: dict, 
 
 
 def test_an_approval_being_answered_is_not_evicted() -> None:
-    """The ledger alone, stepped by hand: while a resume of the longest waiting thread is in flight,
-    parking another approval is refused (evicting it would drop what the resume is answering)."""
+    """The ledger alone, over a store: while a run of the longest waiting thread holds the thread's
+    lease (its resume is in flight), parking another approval is refused (evicting it would drop what
+    the resume is answering)."""
     limits = ApprovalLimits(max_parked=1, min_age_s=0, max_per_run=16, max_bytes=65536)
-    forgotten: list[str] = []
-    ledger = ApprovalLedger(limits, forgotten.append)
+    store, forgotten = MemoryStore(), []
+
+    async def forget(thread_id: str) -> None:
+        forgotten.append(thread_id)
+
+    ledger = ApprovalLedger(limits, forget, store, "/test/agent")
+    lease = RunKeys.of("/test/agent", "mine", "resume").lease
 
     def parks(thread_id: str) -> AsyncIterator[BaseEvent]:
         return _events(thread_id, [Interrupt(id=f"{thread_id}-approval", reason="tool_call")])
@@ -100,14 +108,14 @@ def test_an_approval_being_answered_is_not_evicted() -> None:
     async def scenario() -> None:
         [_, parked] = [event async for event in ledger.stage(parks("mine"), run_input_for("mine"))]
         assert parked.type == EventType.RUN_FINISHED
-        answer = ledger.stage(_events("mine", []), run_input_for("mine", resume=True))
-        assert (await anext(answer)).type == EventType.RUN_STARTED  # the resume is in flight
+        assert await store.claim(lease, "the resume", ttl_s=60)  # the resume's run holds the thread
         [_, refused] = [event async for event in ledger.stage(parks("flood"), run_input_for("flood"))]
         assert refused.type == EventType.RUN_ERROR and refused.code == "APPROVAL_CAPACITY"
-        assert forgotten == ["flood"]
-        assert [event.type async for event in answer] == [EventType.RUN_FINISHED]
-        [_, later] = [event async for event in ledger.stage(parks("later"), run_input_for("later"))]
-        assert later.type == EventType.RUN_FINISHED and forgotten == ["flood"]  # "mine" was answered
+        assert forgotten == ["flood"] and await ledger.parked() == ["mine"]
+        await store.release(lease, "the resume")
+        [_, evicting] = [event async for event in ledger.stage(parks("later"), run_input_for("later"))]
+        assert evicting.type == EventType.RUN_FINISHED and forgotten == ["flood", "mine"]
+        assert await ledger.parked() == ["later"]
 
     asyncio.run(scenario())
 

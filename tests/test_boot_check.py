@@ -218,7 +218,14 @@ def test_build_context_holds_every_shipped_package_and_no_tests(tmp_path: Path) 
 def test_serve_config_defaults_and_overrides() -> None:
     assert ServeConfig.from_env({}) == ServeConfig()
     config = ServeConfig.from_env(
-        {"HOST": "0.0.0.0", "PORT": "9000", "WEB_CONCURRENCY": "2", "LOG_FORMAT": "JSON", "LOG_LEVEL": "Warning"}
+        {
+            "HOST": "0.0.0.0",
+            "PORT": "9000",
+            "AGUI_WORKERS": "2",
+            "AGUI_STATE_URL": "redis://127.0.0.1:6379/0",
+            "LOG_FORMAT": "JSON",
+            "LOG_LEVEL": "Warning",
+        }
     )
     assert (config.host, config.port, config.workers, config.log_format, config.log_level) == (
         "0.0.0.0",
@@ -234,7 +241,8 @@ def test_serve_config_defaults_and_overrides() -> None:
     [
         ({"PORT": "http"}, "PORT='http' is not an integer"),
         ({"PORT": "70000"}, "PORT=70000 must be at most 65535"),
-        ({"WEB_CONCURRENCY": "0"}, "WEB_CONCURRENCY=0 must be at least 1"),
+        ({"AGUI_WORKERS": "0"}, "AGUI_WORKERS=0 must be at least 1"),
+        ({"AGUI_WORKERS": "2"}, "AGUI_WORKERS=2 needs AGUI_STATE_URL"),
         ({"LOG_FORMAT": "xml"}, "LOG_FORMAT='xml' is not one of plain, json"),
         ({"LOG_LEVEL": "loud"}, "LOG_LEVEL='loud' is not one of"),
     ],

@@ -158,7 +158,7 @@ def test_keepalive_comments_fill_silences_and_stop_at_the_terminal_event(slow: s
     assert verify_events(run.events) == [] and run.terminal["type"] == "RUN_FINISHED"
     frames = [frame for frame in run.raw.replace(b"\r\n", b"\n").split(b"\n\n") if frame.strip()]
     assert frames.count(b": keepalive") >= 3
-    assert frames[-1].startswith(b"data:") and b'"RUN_FINISHED"' in frames[-1], "nothing after the terminal event"
+    assert b"\ndata:" in frames[-1] and b'"RUN_FINISHED"' in frames[-1], "nothing after the terminal event"
 
 
 @pytest.mark.parametrize("route", ROUTES)

@@ -44,7 +44,9 @@ async def watched_gaps(base: str, route: str, heavy: dict) -> list[float]:
     watched = asyncio.create_task(arun(base, route, run_input("Write a story about lighthouses"), deadline_s=120))
     while not watched.done():
         for other in ROUTES:
-            assert (await arun(base, other, heavy, deadline_s=120)).terminal["type"] == "RUN_FINISHED"
+            fresh = run_input()  # a new thread and run each time: a runId names one run
+            body = {**heavy, "threadId": fresh["threadId"], "runId": fresh["runId"]}
+            assert (await arun(base, other, body, deadline_s=120)).terminal["type"] == "RUN_FINISHED"
     run = await watched
     assert run.terminal["type"] == "RUN_FINISHED"
     return [later - earlier for earlier, later in zip(run.arrival, run.arrival[1:], strict=False)]

@@ -18,6 +18,7 @@ from runtimes.strands import runtime
 from runtimes.strands.cache import ThreadAgentCache
 from runtimes.strands.model import turn_from_messages
 from runtimes.strands.state import complete_snapshots
+from store import MemoryStore
 from tests.wire import live_server, post_run, run_input
 from verifier import parse_sse, verify_events
 from verifier.client import resume
@@ -48,12 +49,13 @@ async def _drain(pipeline: RoutePipeline, thread_id: str, message: str | None = 
     """One run through the route's pipeline (no HTTP), as the events a client decodes."""
     messages = [{"id": f"m-{thread_id}", "role": "user", "content": message}] if message else []
     data = RunAgentInput.model_validate(run_input(thread_id=thread_id, messages=messages, **body))
-    return parse_sse(b"".join([frame async for frame in pipeline.stream(data)]))
+    return parse_sse(b"".join([frame async for _, frame in pipeline.open(data).frames]))
 
 
 async def test_the_bridge_keeps_a_thread_waiting_for_approval_and_forgets_idle_ones() -> None:
     settings = Settings(agui_thread_cache_size=2, agui_script_delay_ms=0)
-    pipeline = RoutePipeline(runtime, runtime.build(settings), settings)
+    store = MemoryStore()
+    pipeline = RoutePipeline(runtime, runtime.build(settings, store), settings, store)
     agent = pipeline.bridge._agent
     parked = await _drain(pipeline, "parked", "delete notes.txt")
     (interrupt,) = parked[-1]["outcome"]["interrupts"]

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from runtimes.base import FINISHED, Bridge, Gap, Known, Runtime
 from runtimes.config import RuntimeSettings
+from store import Store
 
 
-def _build(settings: RuntimeSettings) -> Bridge:
+def _build(settings: RuntimeSettings, store: Store) -> Bridge:
     from runtimes.adk.bridge import AdkBridge
 
-    return AdkBridge(settings)
+    return AdkBridge(settings, store)
 
 
 runtime = Runtime(

@@ -47,6 +47,7 @@ from runtimes.config import RuntimeSettings
 from runtimes.interrupts import InterruptGate
 from runtimes.model_errors import ModelError, describe, name_model_errors
 from runtimes.script import WRITE_DOCUMENT
+from store import Store
 
 USER_ID = "agui"
 """One ADK user for every thread: threads are told apart by their session (``session_id`` = thread id)."""
@@ -103,10 +104,10 @@ class AdkBridge:
 
     interrupt_owner = None  # an approval inside AgentTool never reaches the parent (docs/matrix.md)
 
-    def __init__(self, settings: RuntimeSettings) -> None:
+    def __init__(self, settings: RuntimeSettings, store: Store) -> None:
         self._agent, service = adk_agent(settings)
         require_private(self._agent)
-        self._gate = InterruptGate(settings.agui_thread_cache_size)
+        self._gate = InterruptGate(store, "adk")
         self._threads = ThreadSessions(
             self._agent,
             service,
@@ -144,13 +145,14 @@ class AdkBridge:
     def describe_error(self, exc: BaseException) -> ModelError | None:
         return describe(exc)
 
-    def forget(self, thread_id: str) -> None:
+    async def forget(self, thread_id: str) -> None:
         """Drop the thread's pending approval and its session (the app's ledger asks)."""
-        self._gate.forget(thread_id)
+        await self._gate.forget(thread_id)
         self._threads.forget(thread_id)
 
     def held_threads(self) -> HeldThreads:
-        gate = self._gate.held_threads()
         return HeldThreads(
-            running=gate.running | self._threads.running, paused=gate.paused, cached=self._threads.cached()
+            running=frozenset(self._threads.running),
+            paused=self._gate.held_threads().paused,
+            cached=self._threads.cached(),
         )

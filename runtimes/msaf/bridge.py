@@ -84,7 +84,7 @@ class MsafBridge:
     def held_threads(self) -> HeldThreads:
         return HeldThreads(paused=frozenset(self._pending.threads()))
 
-    def forget(self, thread_id: str) -> None:
+    async def forget(self, thread_id: str) -> None:
         """Expire the thread's pending approvals in the runner's store (the app's ledger asks)."""
         store = self._runner._approval_state_store
         key = approval_state_thread_id(scope=None, thread_id=thread_id)  # unscoped: the route runs single-user

@@ -111,10 +111,10 @@ class StrandsBridge:
         finally:
             if run_input.thread_id in self._forget_when_done:
                 self._forget_when_done.discard(run_input.thread_id)
-                self.forget(run_input.thread_id)
+                await self.forget(run_input.thread_id)
             self._thread_cache.trim()
 
-    def forget(self, thread_id: str) -> None:
+    async def forget(self, thread_id: str) -> None:
         """Drop the thread's agent, and with it its paused approval (the app's ledger asks): now,
         or when its run ends if one is in flight."""
         if thread_id in getattr(self._agent, _ACTIVE_RUNS):

@@ -35,9 +35,12 @@ export function onRequest(listener) {
   requestListeners.add(listener);
 }
 
-/** The last request as a shell command; the token stays a variable, never its value. */
+/** The last request as a shell command that runs it again: the same input under a new runId (the
+ * server runs a runId once, and answers it again only to a reconnect). The token stays a
+ * variable, never its value. */
 export function lastRequestAsCurl() {
   if (!lastRequest) return "";
+  const input = { ...lastRequest.input, runId: `run-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}` };
   const quote = (text) => `'${text.replaceAll("'", "'\\''")}'`;
   const url = new URL(lastRequest.route, location.href).href;
   const lines = [
@@ -45,7 +48,7 @@ export function lastRequestAsCurl() {
     `-H 'content-type: application/json'`,
     `-H 'accept: text/event-stream'`,
     ...(authHeaders().authorization ? [`-H "authorization: Bearer $AGUI_TOKEN"`] : []),
-    `--data-raw ${quote(JSON.stringify(lastRequest.input))}`,
+    `--data-raw ${quote(JSON.stringify(input))}`,
   ];
   return lines.join(" \\\n  ");
 }
