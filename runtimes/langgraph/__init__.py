@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from runtimes.base import FINISHED, Bridge, Known, Runtime
 from runtimes.config import RuntimeSettings
+from store import Store
 
 
-def _build(settings: RuntimeSettings) -> Bridge:
+def _build(settings: RuntimeSettings, store: Store) -> Bridge:
     from runtimes.langgraph.bridge import LangGraphBridge
 
-    return LangGraphBridge(settings)
+    return LangGraphBridge(settings, store)
 
 
 runtime = Runtime(

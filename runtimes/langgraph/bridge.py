@@ -54,6 +54,7 @@ from runtimes.langgraph.model import chat_model
 from runtimes.langgraph.state import client_state_snapshots
 from runtimes.langgraph.subagents import NativeSubagents
 from runtimes.model_errors import ModelError, describe, name_model_errors
+from store import Store
 
 PREDICT_STATE = [{"state_key": "document", "tool": script.WRITE_DOCUMENT, "tool_argument": "document"}]
 """``write_document``'s ``document`` argument is the state key ``document`` while it streams (the
@@ -130,15 +131,16 @@ class LangGraphBridge:
 
     interrupt_owner = None  # the bridge attributes its interrupts itself (``subagents``)
 
-    def __init__(self, settings: RuntimeSettings) -> None:
+    def __init__(self, settings: RuntimeSettings, store: Store) -> None:
         missing = [name for name in _HOOKS if not callable(getattr(LangGraphAgent, name, None))]
         if missing:
             raise RuntimeError(f"ag-ui-langgraph changed: LangGraphAgent has no {', '.join(missing)} (used here)")
         self._checkpoints = ThreadCheckpoints(settings.agui_thread_cache_size)
         self._graph = graph_for(settings, self._checkpoints)
         self._agent = agent_for(self._graph, settings, RouteAgent)
-        self._gate = InterruptGate(settings.agui_thread_cache_size)
+        self._gate = InterruptGate(store, "langgraph")
         self._subagents = NativeSubagents()
+        self._running: set[str] = set()
         self._forget_when_done: set[str] = set()
         self.stages: tuple[Stage, ...] = (
             self._subagents.stage,
@@ -161,14 +163,17 @@ class LangGraphBridge:
         return describe(exc)
 
     def held_threads(self) -> HeldThreads:
-        gate = self._gate.held_threads()
-        return HeldThreads(running=gate.running, paused=gate.paused, cached=self._checkpoints.threads())
+        return HeldThreads(
+            running=frozenset(self._running),
+            paused=self._gate.held_threads().paused,
+            cached=self._checkpoints.threads(),
+        )
 
-    def forget(self, thread_id: str) -> None:
-        """Drop the thread's checkpoints, its gate record and its suspended specialists (the app's
+    async def forget(self, thread_id: str) -> None:
+        """Drop the thread's gate record, and its checkpoints and suspended specialists (the app's
         approval ledger asks): now, or when its run ends if one is in flight."""
-        self._gate.forget(thread_id)
-        if thread_id in self._gate.held_threads().running:
+        await self._gate.forget(thread_id)
+        if thread_id in self._running:
             self._forget_when_done.add(thread_id)
             return
         self._forget_when_done.discard(thread_id)
@@ -199,17 +204,20 @@ class LangGraphBridge:
                 yield event
 
     async def _trim_after(self, events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
-        """Pass the run through; once it has ended (the gate no longer counts it as running),
-        drop the thread if the ledger let it go meanwhile, and bring the checkpointer back to its size."""
+        """The thread is running while the run passes through (the thread's lease allows one run
+        at a time); once it has ended, drop the thread if the ledger let it go meanwhile, and bring
+        the checkpointer back to its size."""
+        thread_id = run_input.thread_id
+        self._running.add(thread_id)
         try:
             async with aclosing(events):
                 async for event in events:
                     yield event
         finally:
-            if run_input.thread_id in self._forget_when_done:
-                self.forget(run_input.thread_id)
-            held = self._gate.held_threads()
-            self._checkpoints.trim(running=held.running, paused=held.paused)
+            self._running.discard(thread_id)
+            if thread_id in self._forget_when_done:
+                await self.forget(thread_id)
+            self._checkpoints.trim(running=self._running, paused=self._gate.held_threads().paused)
 
 
 def _bare_resume(forwarded_props: object) -> object | None:

@@ -9,8 +9,8 @@ are the app's approval ledger's to bound, ``app/approvals.py``, which lets one g
 :meth:`ThreadCheckpoints.forget`).
 
 Which threads are running or waiting is not this module's to know: ``trim`` is handed both (the
-route's interrupt gate knows them). Under load every thread is running when it is touched, so the
-route trims when each run ends.
+route's bridge and its interrupt gate know them). Under load every thread is running when it is
+touched, so the route trims when each run ends.
 """
 
 from __future__ import annotations
