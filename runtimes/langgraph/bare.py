@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from ag_ui_langgraph import add_langgraph_fastapi_endpoint
 from fastapi import FastAPI
+from langgraph.checkpoint.memory import InMemorySaver
 
 from runtimes.config import RuntimeSettings
 from runtimes.langgraph import runtime
 from runtimes.langgraph.bridge import agent_for, graph_for
-from runtimes.langgraph.checkpoints import ThreadCheckpoints
 
 
 def bare_app() -> FastAPI:
     settings = RuntimeSettings()
     app = FastAPI()
-    graph = graph_for(settings, ThreadCheckpoints(settings.agui_thread_cache_size))
+    graph = graph_for(settings, InMemorySaver())
     add_langgraph_fastapi_endpoint(app, agent_for(graph, settings), runtime.route)
     return app

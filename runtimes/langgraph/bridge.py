@@ -27,6 +27,9 @@ What the bridge lacks is added as the runtime's own stages (``runtimes.base.Stag
 * ``_trim_after``: when a run ends, the thread is dropped if the app's approval ledger let it go
   while the run was in flight (:meth:`LangGraphBridge.forget`), and the checkpointer
   (``checkpoints``) comes back to its size.
+
+With shared state (``AGUI_STATE_URL``) the checkpointer is in the engine (``shared``), with one more
+stage inside the others: the run's engine failures as ``STATE_UNAVAILABLE``, and the thread's expiry.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from typing import Any
 from ag_ui.core import BaseEvent, ResumeEntry, RunAgentInput
 from ag_ui_langgraph import SUBAGENT_VISIBILITY_ATTRIBUTED, LangGraphAgent
 from ag_ui_langgraph.interrupts import DEFAULT_RESUME_SENTINEL_CANCELLED
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 from langgraph.warnings import LangGraphDeprecatedSinceV10
@@ -51,6 +55,7 @@ from runtimes.langgraph.agents import parent_graph
 from runtimes.langgraph.checkpoints import ThreadCheckpoints
 from runtimes.langgraph.errors import name_subagent_errors
 from runtimes.langgraph.model import chat_model
+from runtimes.langgraph.shared import EngineCheckpoints
 from runtimes.langgraph.state import client_state_snapshots
 from runtimes.langgraph.subagents import NativeSubagents
 from runtimes.model_errors import ModelError, describe, name_model_errors
@@ -120,10 +125,8 @@ def agent_for(
     )
 
 
-def graph_for(settings: RuntimeSettings, checkpoints: ThreadCheckpoints) -> CompiledStateGraph:
-    return parent_graph(
-        chat_model(settings, script.parent_step), chat_model(settings, script.specialist_step), checkpoints.saver
-    )
+def graph_for(settings: RuntimeSettings, saver: BaseCheckpointSaver) -> CompiledStateGraph:
+    return parent_graph(chat_model(settings, script.parent_step), chat_model(settings, script.specialist_step), saver)
 
 
 class LangGraphBridge:
@@ -135,15 +138,19 @@ class LangGraphBridge:
         missing = [name for name in _HOOKS if not callable(getattr(LangGraphAgent, name, None))]
         if missing:
             raise RuntimeError(f"ag-ui-langgraph changed: LangGraphAgent has no {', '.join(missing)} (used here)")
-        self._checkpoints = ThreadCheckpoints(settings.agui_thread_cache_size)
-        self._graph = graph_for(settings, self._checkpoints)
+        engine = EngineCheckpoints(store.url) if store.shared and store.url else None
+        self._checkpoints: ThreadCheckpoints | EngineCheckpoints = engine or ThreadCheckpoints(
+            settings.agui_thread_cache_size
+        )
+        self._graph = graph_for(settings, self._checkpoints.saver)
         self._agent = agent_for(self._graph, settings, RouteAgent)
         self._gate = InterruptGate(store, "langgraph")
-        self._subagents = NativeSubagents()
+        self._subagents = NativeSubagents(store if engine else None)
         self._running: set[str] = set()
         self._forget_when_done: set[str] = set()
         self.stages: tuple[Stage, ...] = (
             self._subagents.stage,
+            *((engine.stage,) if engine else ()),
             name_subagent_errors,
             name_model_errors,
             client_state_snapshots,
@@ -177,8 +184,8 @@ class LangGraphBridge:
             self._forget_when_done.add(thread_id)
             return
         self._forget_when_done.discard(thread_id)
-        self._checkpoints.forget(thread_id)
-        self._subagents.forget(thread_id)
+        await self._checkpoints.forget(thread_id)
+        await self._subagents.forget(thread_id)
 
     async def _bare_legacy_resume(
         self, events: AsyncIterator[BaseEvent], run_input: RunAgentInput

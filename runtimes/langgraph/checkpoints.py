@@ -6,7 +6,8 @@ specialist) in the checkpointer, and ``InMemorySaver`` keeps every thread foreve
 others with the saver's own ``delete_thread``, like the other routes' caches: never a thread with
 a run in flight (its run would lose its state mid-way), never one waiting for an approval (those
 are the app's approval ledger's to bound, ``app/approvals.py``, which lets one go through
-:meth:`ThreadCheckpoints.forget`).
+:meth:`ThreadCheckpoints.forget`). With shared state the route uses ``shared.EngineCheckpoints``
+instead, in the engine.
 
 Which threads are running or waiting is not this module's to know: ``trim`` is handed both (the
 route's bridge and its interrupt gate know them). Under load every thread is running when it is
@@ -39,8 +40,11 @@ class ThreadCheckpoints:
     def threads(self) -> frozenset[str]:
         return frozenset(self._threads)
 
-    def forget(self, thread_id: str) -> None:
+    async def forget(self, thread_id: str) -> None:
         """Delete the thread's graph state (its run, if any, is over)."""
+        self._drop(thread_id)
+
+    def _drop(self, thread_id: str) -> None:
         self._threads.pop(thread_id, None)
         self.saver.delete_thread(thread_id)
 
@@ -52,5 +56,5 @@ class ThreadCheckpoints:
                 return
             if thread_id in running or thread_id in paused:
                 continue
-            self.forget(thread_id)
+            self._drop(thread_id)
             excess -= 1

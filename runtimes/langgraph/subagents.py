@@ -28,6 +28,7 @@ it by itself (``emitters.core.NativeLatch``) and only applies what every route g
 from __future__ import annotations
 
 import contextvars
+import json
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
@@ -48,6 +49,8 @@ from ag_ui.core import (
 )
 
 from emitters.core import PARENT_RUN_ERROR, subagent_run_id_for
+from runtimes.langgraph.shared import PAUSED_TTL_S
+from store import Store
 
 SUBAGENT_DESCRIPTION = "Looks one fact up with lookup_fact and reports back in a sentence or two."
 """What a client reads about the subagent (SUBAGENT_STARTED.description)."""
@@ -56,6 +59,7 @@ _DELEGATIONS: contextvars.ContextVar[dict[str, str] | None] = contextvars.Contex
     "agui_langgraph_delegations", default=None
 )
 _STEPS = frozenset({EventType.STEP_STARTED, EventType.STEP_FINISHED})
+_TERMINAL = frozenset({EventType.RUN_FINISHED, EventType.RUN_ERROR})
 
 
 def record_delegation(config: Any, tool_call_id: str | None) -> None:
@@ -209,8 +213,12 @@ class NativeSubagents:
     them, and lets one go through :meth:`forget`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, engine: Store | None = None) -> None:
         self._suspended: dict[str, dict[str, str]] = {}  # thread -> wire id -> bridge id
+        self._engine = engine
+        """With shared state, the store that keeps each thread's entry between its runs (one JSON
+        record, ``agui:langgraph:suspended:<thread>``, expiring as a paused thread's checkpoints do);
+        this process then holds a thread's entry only while a run of it goes."""
 
     def bridge_messages(self, run_input: RunAgentInput) -> list[Message]:
         """The request's messages with a suspended subagent's messages tagged with the bridge's id."""
@@ -228,11 +236,16 @@ class NativeSubagents:
         tasks inherit), and closes every subagent still open however the stream ends."""
         delegations: dict[str, str] = {}
         _DELEGATIONS.set(delegations)
+        engine = self._engine
+        if engine is not None:
+            self._remember(run_input.thread_id, await _load(engine, run_input.thread_id))
         subagents = _Subagents(delegations, self._suspended.get(run_input.thread_id) or {})
         try:
             async with aclosing(events):
                 async for event in events:
                     for out in subagents.on(event):
+                        if engine is not None and out.type in _TERMINAL:  # saved before a client sees the end
+                            await _save(engine, run_input.thread_id, subagents.suspended)
                         yield out
         except Exception:
             for out in subagents.close_all("The run failed before the subagent finished."):
@@ -243,12 +256,32 @@ class NativeSubagents:
                 yield out
         finally:
             self._remember(run_input.thread_id, subagents.suspended)
+            if engine is not None:
+                self._suspended.pop(run_input.thread_id, None)
 
-    def forget(self, thread_id: str) -> None:
+    async def forget(self, thread_id: str) -> None:
         """Drop the thread's suspended subagents (its run, if any, is over)."""
         self._suspended.pop(thread_id, None)
+        if self._engine is not None:
+            await self._engine.delete(_key(thread_id))
 
     def _remember(self, thread_id: str, suspended: dict[str, str]) -> None:
         self._suspended.pop(thread_id, None)
         if suspended:
             self._suspended[thread_id] = suspended
+
+
+def _key(thread_id: str) -> str:
+    return f"agui:langgraph:suspended:{thread_id}"
+
+
+async def _load(engine: Store, thread_id: str) -> dict[str, str]:
+    record = await engine.get(_key(thread_id))
+    return json.loads(record) if record else {}
+
+
+async def _save(engine: Store, thread_id: str, suspended: dict[str, str]) -> None:
+    if suspended:
+        await engine.put(_key(thread_id), json.dumps(suspended).encode(), ttl_s=PAUSED_TTL_S)
+    else:
+        await engine.delete(_key(thread_id))
