@@ -70,6 +70,16 @@ runtime = Runtime(
             "`LangGraphAgent` keeps per-run state on itself (ag-ui#1277): every run gets its own `clone()`, "
             "sharing the compiled graph and the checkpointer (LangGraph's `InMemorySaver`: idle threads bounded "
             "by `AGUI_THREAD_CACHE_SIZE`; a thread waiting for an approval is the approval ledger's to drop).",
+            "With shared state (`AGUI_STATE_URL`) the graph's checkpointer is in the engine "
+            "(`runtimes/langgraph/engine_saver.py`: a `BaseCheckpointSaver` on plain Redis with LangGraph's own "
+            "`JsonPlusSerializer`; langgraph-checkpoint-redis needs the RedisJSON and RediSearch modules, which "
+            "Redis 7.0 lacks): LangGraph reads and writes each thread's checkpoints there as the graph runs, and "
+            "no process keeps a thread between runs, so a run goes on from the engine's state on any replica. "
+            "A thread's keys expire 24 h after its last run, 30 days and an hour after a run that ended waiting "
+            "for an approval (the interrupt gate's 30 days, and an hour); the approval ledger's eviction deletes "
+            "them from any replica, with the suspended specialist's record. A run during which the engine failed "
+            "ends with `STATE_UNAVAILABLE` (the bridge would answer its own RUN_ERROR without a code). A graph step "
+            "costs a few engine round trips (read the latest checkpoint, write the next one and its writes).",
             "The bridge catches what the graph raises and answers with a RUN_ERROR without a code; the route "
             "names model failures at the model (`runtimes/langgraph/errors.py`).",
             "On a resume the bridge streams the resumed tool call again (TOOL_CALL_START/ARGS/END, same id) "
