@@ -83,8 +83,9 @@ lint: setup
 	.venv/bin/ruff check .
 
 # Re-record every surface on every runtime (offline model) into tests/captures, then the matrix.
+# CAPTURE_RUNTIMES="name ..." re-records only those runtimes (the others' captures stay as they are).
 captures: setup
-	.venv/bin/python -m tests.capture
+	.venv/bin/python -m tests.capture $(CAPTURE_RUNTIMES)
 	.venv/bin/python -m tests.matrix
 
 # docs/matrix.md from the committed captures (tests/test_matrix.py fails when it is stale).

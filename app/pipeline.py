@@ -80,7 +80,7 @@ class RoutePipeline:
     """Every RUN_ERROR code this route documents; a bridge's other codes go out as RUNTIME_ERROR."""
 
     def __post_init__(self) -> None:
-        self.latch = NativeLatch(self.runtime.route)
+        self.latch = NativeLatch(self.runtime.route, expected=self.runtime.native_subagents)
         self.ledger = ApprovalLedger(
             self.settings.approval_limits(), self.bridge.forget, self.store, self.runtime.route
         )

@@ -9,8 +9,15 @@ from __future__ import annotations
 
 from runtimes.adk import runtime as adk
 from runtimes.base import Runtime
+from runtimes.langgraph import runtime as langgraph
 from runtimes.msaf import runtime as msaf
 from runtimes.pydantic_ai import runtime as pydantic_ai
 from runtimes.strands import runtime as strands
 
-RUNTIMES: tuple[Runtime, ...] = (strands, msaf, adk, pydantic_ai)
+RUNTIMES: tuple[Runtime, ...] = (
+    strands,
+    msaf,
+    adk,
+    pydantic_ai,
+    langgraph,
+)

@@ -56,6 +56,7 @@ logger = logging.getLogger("agui.emitter")
 
 SUBAGENT_TYPES = frozenset({EventType.SUBAGENT_STARTED, EventType.SUBAGENT_FINISHED, EventType.SUBAGENT_ERROR})
 TERMINAL_TYPES = frozenset({EventType.RUN_FINISHED, EventType.RUN_ERROR})
+STEP_TYPES = frozenset({EventType.STEP_STARTED, EventType.STEP_FINISHED})
 PARENT_RUN_ERROR = "PARENT_RUN_ERROR"
 """SUBAGENT_ERROR code of a subagent still open when its run failed or stopped."""
 
@@ -88,22 +89,34 @@ class NativeLatch:
     """Process-wide, per-route memory that the bridge now emits SUBAGENT_* itself.
 
     A per-run flag would re-learn on every run and duplicate the first delegation of each one,
-    so one latch is created per mounted route and shared by all of its runs.
+    so one latch is created per mounted route and shared by all of its runs. ``expected``: the
+    runtime declares that its bridge does so (``Runtime.native_subagents``), so standing down is
+    news only when it is not (a warning then: an upgraded bridge, whose dialect can go).
     """
 
-    def __init__(self, route: str) -> None:
+    def __init__(self, route: str, *, expected: bool = False) -> None:
         self.route = route
+        self.expected = expected
         self.tripped = False
 
     def trip(self, event: BaseEvent) -> None:
-        if not self.tripped:
-            self.tripped = True
-            logger.warning(
-                "route=%s event=%s | the bridge emits subagent events natively: the subagent emitter stands "
-                "down for this route; delete its dialect once this is confirmed",
+        if self.tripped:
+            return
+        self.tripped = True
+        if self.expected:
+            logger.info(
+                "route=%s event=%s | the bridge emits subagent events natively, as its runtime declares: the "
+                "subagent emitter stands down for this route",
                 self.route,
                 event.type.value,
             )
+            return
+        logger.warning(
+            "route=%s event=%s | the bridge emits subagent events natively: the subagent emitter stands "
+            "down for this route; delete its dialect once this is confirmed",
+            self.route,
+            event.type.value,
+        )
 
 
 class SubagentRun:
@@ -303,10 +316,14 @@ def _attributed(event: BaseEvent, subagent_id: str) -> BaseEvent:
 
 
 def without_subagents(events: Iterable[BaseEvent]) -> list[BaseEvent]:
-    """The stream an older client can decode: no SUBAGENT_* events and no attribution."""
+    """The stream an older client can decode: no SUBAGENT_* events and no attribution. A subagent's
+    own steps go too (a bridge that emits SUBAGENT_* itself attributes them): unattributed, they
+    would open and close as the parent's, colliding with its steps and each other's."""
     out: list[BaseEvent] = []
     for event in events:
         if event.type in SUBAGENT_TYPES:
+            continue
+        if event.type in STEP_TYPES and getattr(event, "subagent_run_id", None) is not None:
             continue
         if getattr(event, "subagent_run_id", None) is not None:
             event = event.model_copy(update={"subagent_run_id": None})

@@ -151,6 +151,9 @@ class Runtime:
     """Upstream loggers that log every event at INFO; quieted to warnings unless LOG_LEVEL=debug."""
     bare_app: str = ""
     """``module:factory`` of the bare upstream bridge on a plain FastAPI app, for ``make bench``."""
+    native_subagents: bool = False
+    """The bridge emits SUBAGENT_* itself: the route's subagent emitter stands down on its first
+    one (``emitters.core.NativeLatch``). ``tests/test_native_probe.py`` holds every runtime to it."""
 
     @property
     def route(self) -> str:

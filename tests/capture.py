@@ -27,6 +27,7 @@ from pathlib import Path
 
 from app.config import Settings
 from app.registry import RUNTIMES
+from runtimes.base import Runtime
 from tests.wire import Exchange, live_server, play
 from verifier import parse_sse
 from verifier.scenarios import SCENARIOS, Scenario
@@ -37,7 +38,13 @@ VERSIONED = (
     "ag-ui-protocol",
     *sorted({name for runtime in RUNTIMES for name in (runtime.bridge_package, *runtime.packages)}),
 )
-"""The distributions whose versions every capture records: the protocol, each bridge, each runtime's core."""
+"""Every distribution a capture may record: the protocol, each bridge, each runtime's core."""
+
+
+def versioned(runtime: Runtime) -> tuple[str, ...]:
+    """What one runtime's captures record: the protocol, its bridge and its core (not the other
+    runtimes', so adding a runtime leaves every other runtime's captures as they are)."""
+    return ("ag-ui-protocol", runtime.bridge_package, *runtime.packages)
 
 
 def capture_settings() -> Settings:
@@ -47,8 +54,8 @@ def capture_settings() -> Settings:
     )
 
 
-def installed_versions() -> dict[str, str]:
-    return {name: metadata.version(name) for name in VERSIONED}
+def installed_versions(runtime: Runtime) -> dict[str, str]:
+    return {name: metadata.version(name) for name in versioned(runtime)}
 
 
 def capture_name(scenario: Scenario, turn: int) -> str:
@@ -126,13 +133,13 @@ def against_offline(runtime: str, scenario: str, exchanges: Sequence[Exchange]) 
     return surface, judge(live, surface.predicate), judge(offline_threads()[f"{runtime}/{scenario}"], surface.predicate)
 
 
-def record(root: Path = CAPTURES) -> list[Path]:
-    """Run every scenario on every runtime and (re)write its captures; returns the files written."""
+def record(root: Path = CAPTURES, runtimes: tuple[Runtime, ...] = RUNTIMES) -> list[Path]:
+    """Run every scenario on ``runtimes`` and (re)write their captures; returns the files written."""
     captured = datetime.now(UTC).replace(microsecond=0).isoformat()
-    versions = installed_versions()
     written: list[Path] = []
     with live_server(capture_settings()) as base:
-        for runtime in RUNTIMES:
+        for runtime in runtimes:
+            versions = installed_versions(runtime)
             folder = root / runtime.name
             folder.mkdir(parents=True, exist_ok=True)
             for stale in [*folder.glob("*.sse"), *folder.glob("*.json")]:
@@ -155,8 +162,14 @@ def record(root: Path = CAPTURES) -> list[Path]:
     return written
 
 
-def main() -> int:
-    written = record()
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tests.capture [runtime ...]``: every runtime, or only those named."""
+    names = sys.argv[1:] if argv is None else argv
+    unknown = set(names) - {runtime.name for runtime in RUNTIMES}
+    if unknown:
+        print(f"unknown runtimes: {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
+    written = record(runtimes=tuple(runtime for runtime in RUNTIMES if not names or runtime.name in names))
     for path in written:
         print(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path)
     print(

@@ -93,7 +93,8 @@ def _provenance(threads: list[CapturedThread]) -> list[str]:
     """When the captures were taken and with which versions (every distinct value, from the sidecars)."""
     metas = [capture.meta for thread in threads for capture in thread.turns]
     dates = sorted({meta["captured"] for meta in metas})
-    versions = {name: sorted({meta["versions"][name] for meta in metas}) for name in VERSIONED}
+    recorded = [meta["versions"] for meta in metas]  # each runtime's captures record its own distributions
+    versions = {name: sorted({found[name] for found in recorded if name in found}) for name in VERSIONED}
     when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
     pinned = ", ".join(f"`{name}` {' / '.join(found)}" for name, found in versions.items())
     return [f"Captured {when} on the offline model with {pinned}."]

@@ -20,6 +20,9 @@ from ag_ui.core import (
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     RunStartedEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
+    SubagentFinishedEvent,
     SubagentStartedEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
@@ -362,6 +365,32 @@ async def test_disabled_keeps_specialist_content_but_no_lifecycle_or_attribution
     assert not [e for e in events if e["type"].startswith("SUBAGENT_")]
     assert not [e for e in events if "subagentRunId" in e]
     assert "finding" in [e.get("delta") for e in events]
+
+
+async def test_disabled_native_subagents_leave_a_valid_parent_stream() -> None:
+    """A bridge that emits SUBAGENT_* itself attributes its specialists' steps too; turned off, two
+    parallel specialists' steps would collide as the parent's own, so they go with the attribution."""
+
+    async def native_parallel() -> AsyncIterator[BaseEvent]:
+        yield RunStartedEvent(thread_id=THREAD, run_id=RUN)
+        yield StepStartedEvent(step_name="tools")
+        for sub in ("a-sub", "b-sub"):
+            yield SubagentStartedEvent(subagent_run_id=sub, name="research_specialist")
+            yield StepStartedEvent(step_name="model", subagent_run_id=sub)
+        for sub in ("a-sub", "b-sub"):
+            yield TextMessageStartEvent(message_id=f"{sub}-m", subagent_run_id=sub)
+            yield TextMessageContentEvent(message_id=f"{sub}-m", delta="finding", subagent_run_id=sub)
+            yield TextMessageEndEvent(message_id=f"{sub}-m", subagent_run_id=sub)
+            yield StepFinishedEvent(step_name="model", subagent_run_id=sub)
+            yield SubagentFinishedEvent(subagent_run_id=sub)
+        yield StepFinishedEvent(step_name="tools")
+        yield RunFinishedEvent(thread_id=THREAD, run_id=RUN)
+
+    events = await collect(native_parallel(), enabled=False)
+    assert verify_events(events) == []
+    assert not [e for e in events if e["type"].startswith("SUBAGENT_") or "subagentRunId" in e]
+    assert [e["stepName"] for e in events if e["type"] == "STEP_STARTED"] == ["tools"]
+    assert [e.get("delta") for e in events].count("finding") == 2
 
 
 async def test_native_bridge_latches_stand_down_for_the_whole_route() -> None:
