@@ -1,6 +1,13 @@
-"""The app factory: one FastAPI app, one route per registered runtime, health and capabilities."""
+"""The app factory: one FastAPI app, one route per registered runtime, health and capabilities.
+
+The app's lifespan enters every bridge's own (``runtimes.base.Lifecycle``, for a bridge that owns
+a process outside the app) and leaves them all at shutdown, however it ends.
+"""
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 
@@ -11,12 +18,13 @@ from app.mounting import mount
 from app.pipeline import RoutePipeline
 from app.registry import RUNTIMES
 from app.security import add_security
+from runtimes.base import Lifecycle
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the whole server for ``settings`` (default: read from the environment)."""
     settings = settings or Settings()
-    app = FastAPI(title="AG-UI multi-runtime server", version="0.1.0")
+    app = FastAPI(title="AG-UI multi-runtime server", version="0.1.0", lifespan=_bridge_lifespans)
     app.state.settings = settings
     app.state.pipelines = {}  # route -> its RoutePipeline (the runtime, its bridge, its native latch)
     app.include_router(health_router(RUNTIMES, settings))
@@ -27,3 +35,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SSEKeepalive, paths=frozenset(app.state.pipelines), interval_s=settings.agui_keepalive_s)
     add_security(app, settings)  # outermost: CORS answers preflights, then the token gate
     return app
+
+
+@asynccontextmanager
+async def _bridge_lifespans(app: FastAPI) -> AsyncIterator[None]:
+    async with AsyncExitStack() as stack:
+        for pipeline in app.state.pipelines.values():
+            if isinstance(pipeline.bridge, Lifecycle):
+                await stack.enter_async_context(pipeline.bridge.lifespan())
+        yield

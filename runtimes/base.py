@@ -19,8 +19,9 @@ Adding a runtime = a package under ``runtimes/`` exposing ``runtime`` + one line
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from ag_ui.core import BaseEvent, Interrupt, RunAgentInput
 
@@ -64,6 +65,18 @@ class Bridge(Protocol):
 
     def held_threads(self) -> HeldThreads:
         """What the bridge keeps per thread right now."""
+
+
+@runtime_checkable
+class Lifecycle(Protocol):
+    """What a bridge that owns something outside the app's process (a sidecar) adds to :class:`Bridge`.
+
+    The app's lifespan enters :meth:`lifespan` of every bridge that has one: it starts what the
+    bridge owns at startup and stops all of it at shutdown, whatever happened in between.
+    """
+
+    def lifespan(self) -> AbstractAsyncContextManager[None]:
+        """Start what the bridge owns; leaving the context stops it (no process left behind)."""
 
 
 Situation = Literal[
