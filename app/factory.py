@@ -27,10 +27,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="AG-UI multi-runtime server", version="0.1.0", lifespan=_bridge_lifespans)
     app.state.settings = settings
     app.state.pipelines = {}  # route -> its RoutePipeline (the runtime, its bridge, its native latch)
-    app.include_router(health_router(RUNTIMES, settings))
     for runtime in RUNTIMES:
-        pipeline = RoutePipeline(runtime, runtime.build(settings), settings)
-        app.state.pipelines[runtime.route] = pipeline
+        app.state.pipelines[runtime.route] = RoutePipeline(runtime, runtime.build(settings), settings)
+    app.include_router(health_router(app.state.pipelines, settings))
+    for pipeline in app.state.pipelines.values():
         mount(app, pipeline, max_body_bytes=settings.agui_max_body_bytes)
     app.add_middleware(SSEKeepalive, paths=frozenset(app.state.pipelines), interval_s=settings.agui_keepalive_s)
     add_security(app, settings)  # outermost: CORS answers preflights, then the token gate

@@ -3,7 +3,9 @@
 A validated ``RunAgentInput`` goes in once; the SSE bytes of exactly one run come out. The stages,
 innermost first, and why they sit where they do:
 
-1. ``bridge.run(input)``: the runtime's upstream AG-UI bridge (``runtimes/<name>/``).
+1. ``bridge.run(input)``: the runtime's upstream AG-UI bridge (``runtimes/<name>/``); while a
+   bridge that owns a sidecar says it is down (``runtimes.base.available``), RUN_ERROR
+   ``RUNTIME_UNAVAILABLE`` at once instead.
 2. ``bridge.stages``: the runtime's own fixes to what its bridge emits (complete snapshots, model
    error codes, cancelled approvals...), declared by the runtime, applied in its order.
 3. ``emit_subagents`` (``emitters.core``): SUBAGENT_* lifecycle and attribution. Inside the error
@@ -36,11 +38,12 @@ from app.config import Settings
 from app.pump import TERMINAL, Pump
 from app.runlog import log_run
 from emitters.core import NativeLatch, SubagentRun, emit_subagents, subagent_events_enabled
-from runtimes.base import Bridge, Runtime
+from runtimes.base import Bridge, Runtime, available
 
 logger = logging.getLogger("agui.pipeline")
 
 INCOMPLETE_RUN = "INCOMPLETE_RUN"
+RUNTIME_UNAVAILABLE = "RUNTIME_UNAVAILABLE"
 ENCODING_ERROR = "ENCODING_ERROR"
 _ENCODER = EventEncoder()
 
@@ -67,9 +70,12 @@ class RoutePipeline:
             enabled=subagent_events_enabled(run_input.forwarded_props, self.settings.agui_subagent_events),
             interrupt_owner=self.bridge.interrupt_owner,
         )
-        events = self.bridge.run(run_input)
-        for stage in self.bridge.stages:
-            events = stage(events, run_input)
+        if available(self.bridge):
+            events = self.bridge.run(run_input)
+            for stage in self.bridge.stages:
+                events = stage(events, run_input)
+        else:
+            events = _unavailable(run_input, self.runtime)
         events = one_run(emit_subagents(events, subagents), run_input, self.bridge)
         frames = encode_sse(pump.drain(events))
         return log_run(frames, runtime=self.runtime.name, thread_id=run_input.thread_id, run_id=run_input.run_id)
@@ -97,6 +103,15 @@ async def one_run(
     if not started:
         yield _run_started(run_input)
     yield error
+
+
+async def _unavailable(run_input: RunAgentInput, runtime: Runtime) -> AsyncIterator[BaseEvent]:
+    logger.debug("code=%s runtime=%s | the runtime is down", RUNTIME_UNAVAILABLE, runtime.name)
+    yield _run_started(run_input)
+    yield RunErrorEvent(
+        message=f"The {runtime.title} runtime is not running right now; it is being restarted. Try again shortly.",
+        code=RUNTIME_UNAVAILABLE,
+    )
 
 
 def _run_started(run_input: RunAgentInput) -> RunStartedEvent:

@@ -78,6 +78,14 @@ class Lifecycle(Protocol):
     def lifespan(self) -> AbstractAsyncContextManager[None]:
         """Start what the bridge owns; leaving the context stops it (no process left behind)."""
 
+    def available(self) -> bool:
+        """Whether a run can start now; cheap and never blocking (``GET /`` and every run ask it)."""
+
+
+def available(bridge: Bridge) -> bool:
+    """Whether ``bridge`` can serve a run now (a bridge without a :class:`Lifecycle` always can)."""
+    return bridge.available() if isinstance(bridge, Lifecycle) else True
+
 
 Situation = Literal[
     "resume with an unknown interrupt id",
