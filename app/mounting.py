@@ -9,7 +9,6 @@ body again, encode and watch for disconnects its own way.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import metadata
 
 from ag_ui.core import RunAgentInput
 from fastapi import FastAPI
@@ -71,5 +70,5 @@ def describe(runtime: Runtime) -> RuntimeInfo:
         title=runtime.title,
         route=runtime.route,
         bridge_package=runtime.bridge_package,
-        bridge_version=metadata.version(runtime.bridge_package),
+        bridge_version=runtime.version(runtime.bridge_package),
     )

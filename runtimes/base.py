@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from importlib import metadata
 from typing import Literal, Protocol, runtime_checkable
 
 from ag_ui.core import BaseEvent, Interrupt, RunAgentInput
@@ -155,6 +156,9 @@ class Runtime:
     """Upstream loggers that log every event at INFO; quieted to warnings unless LOG_LEVEL=debug."""
     bare_app: str = ""
     """``module:factory`` of the bare upstream bridge on a plain FastAPI app, for ``make bench``."""
+    version: Callable[[str], str] = metadata.version
+    """The installed version of one of its packages (``bridge_package``, ``packages``): the Python
+    distribution's by default; a runtime whose bridge is not a Python package reads its own lock."""
 
     @property
     def route(self) -> str:

@@ -46,7 +46,10 @@ def capture_settings() -> Settings:
 
 
 def installed_versions() -> dict[str, str]:
-    return {name: metadata.version(name) for name in VERSIONED}
+    """Each versioned package as installed: the protocol's distribution, and each runtime's packages
+    as the runtime reads them (``Runtime.version``: a sidecar's from its lock)."""
+    reader = {name: runtime.version for runtime in RUNTIMES for name in (runtime.bridge_package, *runtime.packages)}
+    return {name: reader.get(name, metadata.version)(name) for name in VERSIONED}
 
 
 def capture_name(scenario: Scenario, turn: int) -> str:
