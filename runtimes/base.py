@@ -159,6 +159,10 @@ class Runtime:
     version: Callable[[str], str] = metadata.version
     """The installed version of one of its packages (``bridge_package``, ``packages``): the Python
     distribution's by default; a runtime whose bridge is not a Python package reads its own lock."""
+    setup: str = ""
+    """A module run as ``python -m <setup>`` with the app's Python, from anywhere, after the Python
+    install (``make setup``, the image build, the boot check): installs what the runtime needs
+    outside the Python lock (a sidecar's modules), idempotent and quick when nothing changed."""
 
     @property
     def route(self) -> str:

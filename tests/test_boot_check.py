@@ -164,6 +164,14 @@ def test_dockerfile_installs_exactly_like_the_boot_check() -> None:
     assert all(step[0] == "sync" for step in boot_check.INSTALL_STEPS)
 
 
+def test_dockerfile_runs_the_runtimes_setup_after_the_install_like_the_boot_check() -> None:
+    runs = [line.split()[1:] for line in _dockerfile_instructions() if line.startswith("RUN ")]
+    setup = [index for index, run in enumerate(runs) if run[1:] == list(boot_check.RUNTIME_SETUP[1:])]
+    last_sync = max(index for index, run in enumerate(runs) if run[:2] == ["uv", "sync"])
+    assert len(setup) == 1 and setup[0] > last_sync, runs
+    assert runs[setup[0]][0] == "/opt/venv/bin/python"  # the installed environment's Python
+
+
 def test_dockerfile_entrypoint_is_the_boot_checks() -> None:
     entrypoints = [line for line in _dockerfile_instructions() if line.startswith("ENTRYPOINT ")]
     assert [json.loads(line.removeprefix("ENTRYPOINT ")) for line in entrypoints] == [list(boot_check.ENTRYPOINT)]
