@@ -156,6 +156,10 @@ class Runtime:
     """Upstream loggers that log every event at INFO; quieted to warnings unless LOG_LEVEL=debug."""
     bare_app: str = ""
     """``module:factory`` of the bare upstream bridge on a plain FastAPI app, for ``make bench``."""
+    bare_command: tuple[str, ...] = ()
+    """Instead of ``bare_app``, for a bridge that is not a Python app: the command that serves the bare
+    bridge on loopback port ``{port}`` at the route's path (it must stop, with anything it started,
+    on SIGTERM)."""
     version: Callable[[str], str] = metadata.version
     """The installed version of one of its packages (``bridge_package``, ``packages``): the Python
     distribution's by default; a runtime whose bridge is not a Python package reads its own lock."""
