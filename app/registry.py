@@ -8,7 +8,8 @@ the boot and image checks, the benchmarks, the server's log settings) reads this
 from __future__ import annotations
 
 from runtimes.base import Runtime
+from runtimes.mastra import runtime as mastra
 from runtimes.msaf import runtime as msaf
 from runtimes.strands import runtime as strands
 
-RUNTIMES: tuple[Runtime, ...] = (strands, msaf)
+RUNTIMES: tuple[Runtime, ...] = (strands, msaf, mastra)

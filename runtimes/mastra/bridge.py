@@ -1,0 +1,146 @@
+"""The Mastra route's bridge: @ag-ui/mastra's MastraAgent in the app's Node sidecar, and the stages it needs.
+
+The app owns two things for this route (``lifespan``): the loopback endpoint that serves the
+sidecar the offline script and the tools' results (``loopback``), and the sidecar process itself
+(``sidecar``). A run is one POST of the RunAgentInput to the sidecar, whose SSE events are parsed
+back into AG-UI events; closing the stream (a client that left) closes the request, and the sidecar
+aborts the Mastra run. A resume answering several interrupts is one sidecar request per entry
+(``approvals.sidecar_requests``), read as one run.
+
+The stages, innermost first (``runtimes.base.Stage``): text chunks expanded, model failures named
+(``errors``), tool calls shown when Mastra makes them (``events``), the standard interrupt outcome
+(``approvals``), state (``state``), a MESSAGES_SNAPSHOT (``events``), the delegation dialect
+(``emitters.mastra``), and outermost the strict resume gate (``runtimes.interrupts``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import aclosing, asynccontextmanager
+from typing import Any
+
+import httpx
+from ag_ui.core import BaseEvent, Event, EventType, RunAgentInput
+from pydantic import TypeAdapter
+
+from emitters.core import SubagentRun, current_run
+from emitters.mastra import translate_delegations
+from runtimes import script
+from runtimes.base import HeldThreads, Stage
+from runtimes.config import RuntimeSettings
+from runtimes.interrupts import InterruptGate
+from runtimes.mastra import approvals, errors, events, state
+from runtimes.mastra.loopback import LoopbackServer
+from runtimes.mastra.sidecar import Sidecar
+from runtimes.model_errors import ModelError
+
+ROUTE = "/mastra/agent"
+"""Where the sidecar serves MastraAgent (the same path as the app's route, so the benchmark's bare
+bridge is reached at the same URL path)."""
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+EVENT: TypeAdapter = TypeAdapter(Event)
+
+
+def sidecar_env(settings: RuntimeSettings, loopback: LoopbackServer, port: int = 0) -> dict[str, str]:
+    """What the sidecar is configured with: the model (the loopback script, or the user's endpoint),
+    the tools' endpoint, the agents' instructions from the script, where it listens."""
+    scripted = settings.agui_model == "scripted"
+    return {
+        "AGUI_SIDECAR_PORT": str(port),
+        "AGUI_SIDECAR_ROUTE": ROUTE,
+        "AGUI_SIDECAR_MODEL_URL": f"{loopback.base}/v1" if scripted else settings.openai_base_url or OPENAI_DEFAULT_URL,
+        "AGUI_SIDECAR_MODEL_KEY": loopback.key if scripted else settings.openai_api_key or "",
+        "AGUI_MODEL_ID": "scripted" if scripted else settings.agui_model_id,
+        "AGUI_MODEL_TIMEOUT_S": str(settings.agui_model_timeout_s),
+        "AGUI_SIDECAR_TOOLS_URL": f"{loopback.base}/tools",
+        "AGUI_SIDECAR_TOOLS_KEY": loopback.key,
+        "AGUI_SIDECAR_PARENT_INSTRUCTIONS": script.PARENT_INSTRUCTIONS,
+        "AGUI_SIDECAR_SPECIALIST_INSTRUCTIONS": script.SPECIALIST_INSTRUCTIONS,
+    }
+
+
+class MastraBridge:
+    """``POST /mastra/agent``: every run goes to the one sidecar the app owns."""
+
+    interrupt_owner = staticmethod(approvals.interrupt_owner)
+
+    def __init__(self, settings: RuntimeSettings) -> None:
+        self._settings = settings
+        self._runs: dict[str, SubagentRun] = {}  # thread -> its run in flight (whose model calls these are)
+        self._loopback = LoopbackServer(delay_s=settings.agui_script_delay_ms / 1000, runs=self._runs.get)
+        self._sidecar: Sidecar | None = None
+        self._client: httpx.AsyncClient | None = None
+        self._gate = InterruptGate(settings.agui_thread_cache_size)
+        self.stages: tuple[Stage, ...] = (
+            events.expand_text_chunks,
+            errors.name_model_errors,
+            events.tool_calls_on_time,
+            approvals.standard_interrupts,
+            state.shared_state,
+            events.with_messages_snapshot,
+            translate_delegations,
+            self._gate.stage,
+        )
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        await asyncio.to_thread(self._loopback.start)
+        self._sidecar = Sidecar(sidecar_env(self._settings, self._loopback))
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
+        self._client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=5.0), limits=limits)
+        try:
+            await self._sidecar.start()
+            yield
+        finally:
+            await self._sidecar.stop()
+            await self._client.aclose()
+            await asyncio.to_thread(self._loopback.stop)
+
+    def available(self) -> bool:
+        return self._sidecar is not None and self._sidecar.port is not None
+
+    @property
+    def sidecar(self) -> Sidecar | None:
+        """The process this bridge owns (for operators and tests)."""
+        return self._sidecar
+
+    async def run(self, run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+        thread = run_input.thread_id
+        run = current_run()
+        if run is not None:
+            self._runs[thread] = run
+        try:
+            bodies = approvals.sidecar_requests(run_input)
+            for index, body in enumerate(bodies):
+                last = index == len(bodies) - 1
+                async for event in self._post(body):
+                    if event.type == EventType.RUN_STARTED and index > 0:
+                        continue
+                    if event.type == EventType.RUN_FINISHED and not last:
+                        continue  # a resume answered in several requests is one run
+                    yield event
+                    if event.type == EventType.RUN_ERROR:
+                        return
+        finally:
+            if self._runs.get(thread) is run:
+                self._runs.pop(thread, None)
+
+    async def _post(self, body: dict[str, Any]) -> AsyncIterator[BaseEvent]:
+        port = self._sidecar.port if self._sidecar is not None else None
+        if port is None or self._client is None:
+            raise httpx.ConnectError("the Mastra sidecar is not running")
+        url = f"http://127.0.0.1:{port}{ROUTE}"
+        async with self._client.stream("POST", url, json=body, headers={"accept": "text/event-stream"}) as response:
+            response.raise_for_status()
+            async with aclosing(response.aiter_lines()) as lines:
+                async for line in lines:
+                    if line.startswith("data:"):
+                        yield EVENT.validate_python(json.loads(line[5:]))
+
+    def describe_error(self, exc: BaseException) -> ModelError | None:
+        return errors.describe(exc)
+
+    def held_threads(self) -> HeldThreads:
+        return self._gate.held_threads()

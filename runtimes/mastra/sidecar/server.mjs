@@ -1,0 +1,171 @@
+// @ag-ui/mastra's MastraAgent on a plain loopback HTTP server, owned by the Python app (runtimes/mastra).
+//
+// POST <AGUI_SIDECAR_ROUTE>: a RunAgentInput in, MastraAgent.run's events out as Server-Sent Events,
+// nothing else: the bridge is used as published. The server adds three things around it, each
+// because the bridge (1.1.2) cannot do it:
+//
+// * the specialist's stream: the bridge drops Mastra's `tool-output` chunks (`case "tool-output":
+//   break`). The agent's fullStream is teed before the bridge reads it, and each chunk a client can
+//   render goes out first as a CUSTOM event `mastra:tool-output` carrying the parent tool call (id,
+//   name, arguments). The Python dialect (emitters/mastra.py) turns them into SUBAGENT_* and removes
+//   them from the wire.
+// * cancellation: the bridge's Observable has no teardown, so a client that leaves would not stop
+//   the run. Each request's Mastra calls get an AbortSignal that fires when the request closes.
+// * failures: a model failure reaches the bridge as an `error` chunk whose Error it flattens to a
+//   string; the original is kept and described (name, status, cause code) on the RUN_ERROR for the
+//   app to name. A specialist whose model fails fails the run (Mastra would hand the error to the
+//   parent model as a tool result).
+//
+// It prints {"listening": <port>} once it accepts requests, and exits when its stdin closes (the app
+// that owns it is gone), so it never outlives the app.
+
+import http from "node:http";
+import { MastraAgent } from "@ag-ui/mastra";
+import { buildMastra } from "./agents.mjs";
+
+const FORWARDED = "mastra:tool-output";
+const RENDERED = new Set([
+  "text-delta", "tool-call-input-streaming-start", "tool-call-delta", "tool-call",
+  "tool-result", "tool-error", "tool-call-suspended", "error",
+]);
+
+const env = process.env;
+const settings = {
+  baseUrl: env.AGUI_SIDECAR_MODEL_URL,
+  apiKey: env.AGUI_SIDECAR_MODEL_KEY || "not-set",
+  modelId: env.AGUI_MODEL_ID || "scripted",
+  timeoutMs: Number(env.AGUI_MODEL_TIMEOUT_S || 60) * 1000,
+  toolsUrl: env.AGUI_SIDECAR_TOOLS_URL,
+  toolsKey: env.AGUI_SIDECAR_TOOLS_KEY,
+  parentInstructions: env.AGUI_SIDECAR_PARENT_INSTRUCTIONS,
+  specialistInstructions: env.AGUI_SIDECAR_SPECIALIST_INSTRUCTIONS,
+};
+const route = env.AGUI_SIDECAR_ROUTE || "/agent";
+const mastra = buildMastra(settings);
+
+/** An error and its causes, as plain data the app can name (an Error is not JSON). */
+function described(error) {
+  const chain = [];
+  for (let current = error; current && chain.length < 8; current = current.cause) {
+    if (typeof current !== "object") {
+      chain.push({ name: "Error", message: String(current) });
+      break;
+    }
+    chain.push({
+      name: current.name,
+      message: String(current.message ?? ""),
+      ...(current.statusCode !== undefined ? { statusCode: current.statusCode } : {}),
+      ...(current.code !== undefined ? { code: String(current.code) } : {}),
+    });
+  }
+  return chain;
+}
+
+function plain(chunk) {
+  return chunk.type === "error" ? { ...chunk, payload: { error: described(chunk.payload?.error) } } : chunk;
+}
+
+/** One request: its response, its abort signal, and how it ends. */
+class Exchange {
+  constructor(response) {
+    this.response = response;
+    this.abort = new AbortController();
+    this.modelError = undefined;
+    this.ended = false;
+    response.on("close", () => this.abort.abort(new DOMException("the client left", "AbortError")));
+  }
+
+  send(event) {
+    if (!this.ended) this.response.write(`data: ${JSON.stringify(event)}\n\n`);
+  }
+
+  fail(error) {
+    this.send({ type: "RUN_ERROR", message: String(error?.message ?? error), code: error?.name ?? "Error", rawEvent: { errors: described(error) } });
+    this.finish();
+  }
+
+  finish() {
+    if (this.ended) return;
+    this.ended = true;
+    this.response.end();
+    this.abort.abort();
+  }
+
+  /** The agent's output with its fullStream teed: specialist chunks forwarded, errors kept. */
+  tee(output) {
+    const exchange = this;
+    const calls = new Map();
+    async function* chunks() {
+      for await (const chunk of output.fullStream) {
+        if (chunk.type === "tool-call") calls.set(chunk.payload.toolCallId, chunk.payload);
+        if (chunk.type === "error") exchange.modelError ??= chunk.payload?.error;
+        if (chunk.type === "tool-output" && RENDERED.has(chunk.payload?.output?.type)) {
+          const { toolCallId, toolName, output: inner } = chunk.payload;
+          const call = calls.get(toolCallId);
+          exchange.send({ type: "CUSTOM", name: FORWARDED, value: { toolCallId, toolName, args: call?.args, chunk: plain(inner) } });
+          if (inner.type === "error") return exchange.fail(inner.payload?.error);
+        }
+        yield chunk;
+      }
+    }
+    return new Proxy(output, {
+      get: (target, key) => (key === "fullStream" ? chunks() : bound(target, key)),
+    });
+  }
+
+  /** The agent as the bridge sees it: every run gets this request's abort signal and the tee. */
+  agent(agent) {
+    const withSignal = (options) => ({ ...options, abortSignal: this.abort.signal });
+    const wrap = (method) => async (first, options) => this.tee(await agent[method](first, withSignal(options)));
+    return new Proxy(agent, {
+      get: (target, key) => (key === "stream" || key === "resumeStream" ? wrap(key) : bound(target, key)),
+    });
+  }
+}
+
+function bound(target, key) {
+  const value = Reflect.get(target, key, target);
+  return typeof value === "function" ? value.bind(target) : value;
+}
+
+async function readJson(request) {
+  let body = "";
+  for await (const piece of request) body += piece;
+  return JSON.parse(body);
+}
+
+async function serve(request, response) {
+  if (request.method !== "POST" || request.url !== route) {
+    response.writeHead(404).end();
+    return;
+  }
+  let input;
+  try {
+    input = await readJson(request);
+  } catch {
+    response.writeHead(400, { "content-type": "application/json" }).end('{"detail": "not JSON"}');
+    return;
+  }
+  response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  const exchange = new Exchange(response);
+  const bridge = new MastraAgent({ agentId: "assistant", agent: exchange.agent(mastra.getAgent("assistant")) });
+  bridge.run(input).subscribe({
+    next: (event) => exchange.send(event),
+    error: (error) => exchange.fail(exchange.modelError ?? error),
+    complete: () => exchange.finish(),
+  });
+}
+
+const server = http.createServer((request, response) => {
+  serve(request, response).catch((error) => {
+    if (!response.headersSent) response.writeHead(500).end(String(error));
+    else response.end();
+  });
+});
+server.keepAliveTimeout = 60_000;
+server.listen(Number(env.AGUI_SIDECAR_PORT || 0), "127.0.0.1", () => {
+  process.stdout.write(`${JSON.stringify({ listening: server.address().port })}\n`);
+});
+process.stdin.on("end", () => process.exit(0));
+process.stdin.resume();
+process.on("SIGTERM", () => process.exit(0));
