@@ -9,6 +9,7 @@
 // parent stream carries them as `tool-output` chunks), and suspends with the specialist when one
 // of its tools suspends, as `Agent.listAgentTools` does for the `agents` option.
 
+import { AsyncLocalStorage } from "node:async_hooks";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { Agent } from "@mastra/core/agent";
 import { Mastra } from "@mastra/core/mastra";
@@ -16,9 +17,15 @@ import { InMemoryStore } from "@mastra/core/storage";
 import { createTool } from "@mastra/core/tools";
 import { z } from "zod";
 
+/** The thread of the run being served (set by the server around each run): every model request of
+ * the run carries it as `x-agui-thread`, so the app counts the script's chunks as that run's. */
+export const runScope = new AsyncLocalStorage();
+
 /** fetch with the model's silence limit: no answer, or no chunk for `timeoutMs`, aborts the call. */
 export function silenceLimitedFetch(timeoutMs) {
   return async (url, init = {}) => {
+    const thread = runScope.getStore();
+    if (thread) init = { ...init, headers: { ...Object.fromEntries(new Headers(init.headers)), "x-agui-thread": thread } };
     const controller = new AbortController();
     const silent = () => controller.abort(new DOMException(`no answer for ${timeoutMs} ms`, "TimeoutError"));
     const outer = init.signal;

@@ -21,7 +21,7 @@
 
 import http from "node:http";
 import { MastraAgent } from "@ag-ui/mastra";
-import { buildMastra } from "./agents.mjs";
+import { buildMastra, runScope } from "./agents.mjs";
 
 const FORWARDED = "mastra:tool-output";
 const RENDERED = new Set([
@@ -149,11 +149,13 @@ async function serve(request, response) {
   response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
   const exchange = new Exchange(response);
   const bridge = new MastraAgent({ agentId: "assistant", agent: exchange.agent(mastra.getAgent("assistant")) });
-  bridge.run(input).subscribe({
-    next: (event) => exchange.send(event),
-    error: (error) => exchange.fail(exchange.modelError ?? error),
-    complete: () => exchange.finish(),
-  });
+  runScope.run(String(input.threadId ?? ""), () =>
+    bridge.run(input).subscribe({
+      next: (event) => exchange.send(event),
+      error: (error) => exchange.fail(exchange.modelError ?? error),
+      complete: () => exchange.finish(),
+    }),
+  );
 }
 
 const server = http.createServer((request, response) => {
