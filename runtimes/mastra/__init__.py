@@ -88,8 +88,9 @@ runtime = Runtime(
             "`{approved: false}`). The bridge also sends its legacy `on_interrupt` CUSTOM event.",
             "@ag-ui/mastra carries state only as Mastra working memory (a Memory with storage per thread); "
             "the route keeps the sidecar without per-thread memory and puts the state tools' effect on the "
-            "wire itself (`runtimes/mastra/state.py`): a PredictState CUSTOM event opens every run, and a "
-            "complete STATE_SNAPSHOT follows `update_recipe` and `write_document`.",
+            "wire itself (`runtimes/mastra/state.py`): every run opens with a STATE_SNAPSHOT of the request's "
+            "state and a PredictState CUSTOM event, and a complete STATE_SNAPSHOT follows `update_recipe` and "
+            "`write_document`.",
         ),
     ),
 )

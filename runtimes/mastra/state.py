@@ -8,8 +8,9 @@ deduplicates the client's history against them. The route keeps the sidecar free
 memory (the client's messages are the history, as on the other routes) and puts the state tools'
 effect on the wire here instead:
 
-* every run opens with a PredictState CUSTOM event: ``write_document``'s ``document`` argument is
-  the state key ``document`` while it streams (a client fills it in from TOOL_CALL_ARGS);
+* every run opens with the request's state (a STATE_SNAPSHOT, as the other routes' bridges send)
+  and a PredictState CUSTOM event: ``write_document``'s ``document`` argument is the state key
+  ``document`` while it streams (a client fills it in from TOOL_CALL_ARGS);
 * when ``update_recipe`` or ``write_document`` has run (its TOOL_CALL_RESULT), a STATE_SNAPSHOT of
   the request's state with that key set from the call's arguments: every other key is kept.
 """
@@ -39,6 +40,7 @@ async def shared_state(events: AsyncIterator[BaseEvent], run_input: RunAgentInpu
             yield event
             kind = event.type
             if kind == EventType.RUN_STARTED:
+                yield StateSnapshotEvent(snapshot=copy.deepcopy(state))
                 yield CustomEvent(name="PredictState", value=PREDICT_STATE)
             elif kind == EventType.TOOL_CALL_START and event.tool_call_name in STATE_TOOLS:
                 calls[event.tool_call_id] = STATE_TOOLS[event.tool_call_name]
