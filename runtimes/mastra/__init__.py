@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from runtimes.base import FINISHED, Bridge, Gap, Known, Runtime
+from runtimes.base import FINISHED, Bridge, Known, Runtime
 from runtimes.config import RuntimeSettings
 
 LOCK = Path(__file__).resolve().parent / "sidecar" / "package-lock.json"
@@ -57,16 +57,6 @@ runtime = Runtime(
             # THREAD_BUSY while the first runs; once it has finished, the settled answer's replay
             "the same resume sent twice at once": ("THREAD_BUSY", FINISHED),
         },
-        gaps=(
-            Gap(
-                "predictive state",
-                "upstream",
-                "@ag-ui/mastra 1.1.2 streams a tool call's arguments only for the client's own tools; a backend "
-                "tool's call (write_document) is held back and sent whole, in one TOOL_CALL_ARGS, once Mastra has "
-                "the complete call, so the client cannot fill `document` while it streams. The PredictState event "
-                "and the final STATE_SNAPSHOT are there; the document appears at once.",
-            ),
-        ),
         notes=(
             "The route runs Mastra in a Node 22 sidecar the app owns (started with the app, restarted with "
             "backoff when it dies; RUN_ERROR RUNTIME_UNAVAILABLE while it is down). The offline model is the "
@@ -75,10 +65,11 @@ runtime = Runtime(
             "@ag-ui/mastra 1.1.2 drops a delegating tool's `tool-output` chunks (the specialist's stream); the "
             "sidecar forwards them as CUSTOM `mastra:tool-output` events, which `emitters/mastra.py` turns into "
             "SUBAGENT_* and removes from the wire.",
-            "The bridge shows a backend tool call only at Mastra's next chunk, so a delegating call appears only "
-            "once its specialist has finished, and of two calls that suspend together the second is lost "
-            "(`tool-call-suspended` clears the held call); `runtimes/mastra/events.py` shows each call when "
-            "Mastra makes it.",
+            "@ag-ui/mastra 1.1.2 shows a backend tool call only once Mastra has it whole, at its next chunk: the "
+            "arguments never stream (so no predictive state), a delegating call appears only once its specialist "
+            "has finished, and of two calls that suspend together the second is lost (`tool-call-suspended` "
+            "clears the held call). The sidecar forwards each backend call's streaming chunks and "
+            "`runtimes/mastra/events.py` shows the call from them as Mastra streams it.",
             "The bridge streams text as TEXT_MESSAGE_CHUNK and sends no MESSAGES_SNAPSHOT; the route expands the "
             "chunks and folds the run's messages into a snapshot before RUN_FINISHED. A successful RUN_FINISHED "
             "carries no outcome (legacy success).",

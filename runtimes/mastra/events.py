@@ -2,12 +2,14 @@
 
 * :func:`expand_text_chunks`: the bridge streams text as TEXT_MESSAGE_CHUNK; the route sends the
   START / CONTENT / END it stands for (what ``@ag-ui/client`` expands it to), as every route does.
-* :func:`tool_calls_on_time`: the bridge holds a backend tool call back until Mastra's next chunk,
-  and loses it when that chunk is a suspension (``case "tool-call-suspended": u = null``); a
-  delegating call is therefore shown only once the specialist has finished, and of two calls that
-  suspend at once only the first is shown. The stage shows a delegating call when its specialist's
-  first forwarded chunk arrives (and drops the bridge's late copy), and every call an interrupt
-  names that never appeared, from the interrupt's own record of it.
+* :func:`tool_calls_on_time`: the bridge holds a backend tool call back until Mastra has it whole
+  and sends its next chunk, and loses it when that chunk is a suspension (``case
+  "tool-call-suspended": u = null``): a backend call's arguments never stream (no predictive
+  state), a delegating call appears only once its specialist has finished, and of two calls that
+  suspend at once only the first appears. The sidecar forwards each backend call's streaming
+  chunks (CUSTOM :data:`STREAMED_CALL`); the stage shows the call from them as Mastra streams it
+  and drops the bridge's late copy. A call still unseen when its specialist's first chunk arrives
+  (or when an interrupt names it) is shown then, from what the sidecar or the interrupt recorded.
 * :func:`with_messages_snapshot`: the bridge sends no MESSAGES_SNAPSHOT; a client that keeps its
   history from snapshots (the frontend-tool round trip, a resume) needs one, so the route folds
   the run's messages into one before RUN_FINISHED, as a client folding the events would.
@@ -40,6 +42,8 @@ from ag_ui.core import (
 
 from emitters.mastra import FORWARDED
 
+STREAMED_CALL = "mastra:tool-call"
+"""The CUSTOM event name the sidecar forwards a backend tool call's streaming chunks under."""
 TOOL_CALL_EVENTS = frozenset({EventType.TOOL_CALL_START, EventType.TOOL_CALL_ARGS, EventType.TOOL_CALL_END})
 
 
@@ -78,9 +82,14 @@ def _call(call_id: str, name: str, args: object, parent: str | None) -> list[Bas
 async def tool_calls_on_time(events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
     shown = {interrupt_call(entry.interrupt_id) for entry in run_input.resume or []}  # shown by the run it resumes
     early: set[str] = set()
+    streaming: dict[str, bool] = {}  # calls shown from the sidecar's chunks, still open -> args streamed
     parent: str | None = None
     async with aclosing(events):
         async for event in events:
+            if event.type == EventType.CUSTOM and event.name == STREAMED_CALL:
+                for shown_event in _streamed(event.value, shown, early, streaming):
+                    yield shown_event
+                continue
             if event.type == EventType.CUSTOM and event.name == FORWARDED:
                 call_id = event.value["toolCallId"]
                 if call_id not in shown:
@@ -101,6 +110,35 @@ async def tool_calls_on_time(events: AsyncIterator[BaseEvent], run_input: RunAge
                         for call in _call(interrupt.tool_call_id, mastra["toolName"], mastra.get("args"), parent):
                             yield call
             yield event
+
+
+def _streamed(chunk: dict, shown: set[str], early: set[str], streaming: dict[str, bool]) -> list[BaseEvent]:
+    """The events one forwarded streaming chunk of a backend call stands for."""
+    call_id, kind = chunk["toolCallId"], chunk["type"]
+    if call_id not in shown:
+        shown.add(call_id)
+        early.add(call_id)
+        streaming[call_id] = False
+        start: list[BaseEvent] = [
+            ToolCallStartEvent(
+                tool_call_id=call_id, tool_call_name=chunk["toolName"], parent_message_id=chunk.get("messageId")
+            )
+        ]
+    elif call_id in streaming:
+        start = []
+    else:
+        return []
+    if kind == "tool-call-delta" and chunk.get("argsTextDelta"):
+        streaming[call_id] = True
+        return [*start, ToolCallArgsEvent(tool_call_id=call_id, delta=chunk["argsTextDelta"])]
+    if kind == "tool-call":
+        whole = (
+            []
+            if streaming.pop(call_id)
+            else [ToolCallArgsEvent(tool_call_id=call_id, delta=json.dumps(chunk.get("args") or {}))]
+        )
+        return [*start, *whole, ToolCallEndEvent(tool_call_id=call_id)]
+    return start
 
 
 async def with_messages_snapshot(

@@ -4,6 +4,9 @@
 // nothing else: the bridge is used as published. The server adds three things around it, each
 // because the bridge (1.1.2) cannot do it:
 //
+// * tool calls as they stream: the bridge shows a backend tool call only once Mastra has it whole
+//   (at its next chunk), so its arguments never stream; each backend call's streaming chunks go out
+//   as CUSTOM `mastra:tool-call` events, which the app shows as the call (runtimes/mastra/events.py).
 // * the specialist's stream: the bridge drops Mastra's `tool-output` chunks (`case "tool-output":
 //   break`). The agent's fullStream is teed before the bridge reads it, and each chunk a client can
 //   render goes out first as a CUSTOM event `mastra:tool-output` carrying the parent tool call (id,
@@ -24,6 +27,8 @@ import { MastraAgent } from "@ag-ui/mastra";
 import { buildMastra, runScope } from "./agents.mjs";
 
 const FORWARDED = "mastra:tool-output";
+const STREAMED_CALL = "mastra:tool-call";
+const CALL_CHUNKS = new Set(["tool-call-input-streaming-start", "tool-call-delta", "tool-call"]);
 const RENDERED = new Set([
   "text-delta", "tool-call-input-streaming-start", "tool-call-delta", "tool-call",
   "tool-result", "tool-error", "tool-call-suspended", "error",
@@ -67,8 +72,9 @@ function plain(chunk) {
 
 /** One request: its response, its abort signal, and how it ends. */
 class Exchange {
-  constructor(response) {
+  constructor(response, input) {
     this.response = response;
+    this.clientTools = new Set((input.tools ?? []).map((tool) => tool.name));
     this.abort = new AbortController();
     this.modelError = undefined;
     this.ended = false;
@@ -95,9 +101,15 @@ class Exchange {
   tee(output) {
     const exchange = this;
     const calls = new Map();
+    let messageId; // the assistant message Mastra's current step writes (what the bridge calls it too)
     async function* chunks() {
       for await (const chunk of output.fullStream) {
+        if (chunk.type === "start" || chunk.type === "step-start") messageId = chunk.payload?.messageId ?? messageId;
         if (chunk.type === "tool-call") calls.set(chunk.payload.toolCallId, chunk.payload);
+        if (CALL_CHUNKS.has(chunk.type) && !exchange.clientTools.has(chunk.payload?.toolName)) {
+          const { toolCallId, toolName, argsTextDelta, args } = chunk.payload;
+          exchange.send({ type: "CUSTOM", name: STREAMED_CALL, value: { type: chunk.type, toolCallId, toolName, argsTextDelta, args, messageId } });
+        }
         if (chunk.type === "error") exchange.modelError ??= chunk.payload?.error;
         if (chunk.type === "tool-output" && RENDERED.has(chunk.payload?.output?.type)) {
           const { toolCallId, toolName, output: inner } = chunk.payload;
@@ -147,7 +159,7 @@ async function serve(request, response) {
     return;
   }
   response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-  const exchange = new Exchange(response);
+  const exchange = new Exchange(response, input);
   const bridge = new MastraAgent({ agentId: "assistant", agent: exchange.agent(mastra.getAgent("assistant")) });
   runScope.run(String(input.threadId ?? ""), () =>
     bridge.run(input).subscribe({
