@@ -16,7 +16,9 @@ The stages, innermost first (``runtimes.base.Stage``): text chunks expanded, mod
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import socket
 from collections.abc import AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from typing import Any
@@ -59,6 +61,20 @@ def sidecar_env(settings: RuntimeSettings, loopback: LoopbackServer, port: int =
         "AGUI_SIDECAR_PARENT_INSTRUCTIONS": script.PARENT_INSTRUCTIONS,
         "AGUI_SIDECAR_SPECIALIST_INSTRUCTIONS": script.SPECIALIST_INSTRUCTIONS,
     }
+
+
+def _cut(response: httpx.Response) -> None:
+    """End a sidecar request now, so the sidecar aborts its Mastra run: shut the socket down.
+
+    A run cut short (the client left) is being cancelled by the server's cancel scope, which is
+    level-triggered (anyio) and reaches the run's tasks, so an awaited close of the response is
+    cancelled too and leaves the connection, and the Mastra run behind it, open until it ends by
+    itself. Shutting the socket is synchronous: the sidecar sees the request close at once."""
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if sock is not None:  # a duplicate of the descriptor: uvloop's socket objects cannot shutdown()
+        with contextlib.suppress(OSError), socket.fromfd(sock.fileno(), sock.family, sock.type) as same:
+            same.shutdown(socket.SHUT_RDWR)
 
 
 class MastraBridge:
@@ -115,14 +131,15 @@ class MastraBridge:
             bodies = approvals.sidecar_requests(run_input)
             for index, body in enumerate(bodies):
                 last = index == len(bodies) - 1
-                async for event in self._post(body):
-                    if event.type == EventType.RUN_STARTED and index > 0:
-                        continue
-                    if event.type == EventType.RUN_FINISHED and not last:
-                        continue  # a resume answered in several requests is one run
-                    yield event
-                    if event.type == EventType.RUN_ERROR:
-                        return
+                async with aclosing(self._post(body)) as stream:  # closing it closes the request at once
+                    async for event in stream:
+                        if event.type == EventType.RUN_STARTED and index > 0:
+                            continue
+                        if event.type == EventType.RUN_FINISHED and not last:
+                            continue  # a resume answered in several requests is one run
+                        yield event
+                        if event.type == EventType.RUN_ERROR:
+                            return
         finally:
             if self._runs.get(thread) is run:
                 self._runs.pop(thread, None)
@@ -132,12 +149,20 @@ class MastraBridge:
         if port is None or self._client is None:
             raise httpx.ConnectError("the Mastra sidecar is not running")
         url = f"http://127.0.0.1:{port}{ROUTE}"
-        async with self._client.stream("POST", url, json=body, headers={"accept": "text/event-stream"}) as response:
+        request = self._client.build_request("POST", url, json=body, headers={"accept": "text/event-stream"})
+        response = await self._client.send(request, stream=True)
+        finished = False
+        try:
             response.raise_for_status()
             async with aclosing(response.aiter_lines()) as lines:
                 async for line in lines:
                     if line.startswith("data:"):
                         yield EVENT.validate_python(json.loads(line[5:]))
+            finished = True
+        finally:
+            if not finished:
+                _cut(response)
+            await response.aclose()
 
     def describe_error(self, exc: BaseException) -> ModelError | None:
         return errors.describe(exc)
