@@ -58,6 +58,8 @@ def sidecar_env(settings: RuntimeSettings, loopback: LoopbackServer, port: int =
         "AGUI_MODEL_TIMEOUT_S": str(settings.agui_model_timeout_s),
         "AGUI_SIDECAR_TOOLS_URL": f"{loopback.base}/tools",
         "AGUI_SIDECAR_TOOLS_KEY": loopback.key,
+        # a suspended run keeps a snapshot per workflow it runs in (the loop, its step, a specialist's)
+        "AGUI_SIDECAR_MAX_SUSPENDED": str(4 * settings.agui_thread_cache_size),
         "AGUI_SIDECAR_PARENT_INSTRUCTIONS": script.PARENT_INSTRUCTIONS,
         "AGUI_SIDECAR_SPECIALIST_INSTRUCTIONS": script.SPECIALIST_INSTRUCTIONS,
     }

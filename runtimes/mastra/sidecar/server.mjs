@@ -19,6 +19,10 @@
 //   app to name. A specialist whose model fails fails the run (Mastra would hand the error to the
 //   parent model as a tool result).
 //
+// Bounded memory: a run suspended for an approval waits in Mastra's in-memory store until it is
+// resumed; after each request the oldest stored runs beyond AGUI_SIDECAR_MAX_SUSPENDED are dropped
+// (the app's resume gate forgets those threads' approvals first: runtimes/interrupts.py).
+//
 // It prints {"listening": <port>} once it accepts requests, and exits when its stdin closes (the app
 // that owns it is gone), so it never outlives the app.
 
@@ -46,7 +50,24 @@ const settings = {
   specialistInstructions: env.AGUI_SIDECAR_SPECIALIST_INSTRUCTIONS,
 };
 const route = env.AGUI_SIDECAR_ROUTE || "/agent";
+const maxSuspended = Number(env.AGUI_SIDECAR_MAX_SUSPENDED || 1024);
 const mastra = buildMastra(settings);
+
+let pruning = false;
+async function prune() {
+  if (pruning) return;
+  pruning = true;
+  try {
+    const store = await mastra.getStorage().getStore("workflows");
+    const { runs } = await store.listWorkflowRuns({});
+    const oldest = [...runs].sort((a, b) => new Date(a.createdAt) - new Date(b.createdAt));
+    for (const run of oldest.slice(0, Math.max(0, oldest.length - maxSuspended))) {
+      await store.deleteWorkflowRunById({ runId: run.runId, workflowName: run.workflowName });
+    }
+  } finally {
+    pruning = false;
+  }
+}
 
 /** An error and its causes, as plain data the app can name (an Error is not JSON). */
 function described(error) {
@@ -95,6 +116,7 @@ class Exchange {
     this.ended = true;
     this.response.end();
     this.abort.abort();
+    prune().catch((error) => console.error("prune:", error));
   }
 
   /** The agent's output with its fullStream teed: specialist chunks forwarded, errors kept. */
