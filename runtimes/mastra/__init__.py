@@ -37,7 +37,6 @@ runtime = Runtime(
     packages=("@mastra/core",),
     version=npm_version,
     build=_build,
-    loggers=("agui.mastra.sidecar",),
     setup="runtimes.mastra.setup",
     bare_command=(sys.executable, "-m", "runtimes.mastra.bare", "--port", "{port}"),
     known=Known(

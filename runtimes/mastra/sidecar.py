@@ -46,7 +46,6 @@ class Sidecar:
         self._stopping = False
         self._readers: set[asyncio.Task] = set()
         self.port: int | None = None
-        self.restarts = 0
 
     async def start(self) -> None:
         """Start the process and wait until it listens, then keep it running (a start that fails
@@ -116,7 +115,6 @@ class Sidecar:
             pause = min(pause * 2, MAX_PAUSE_S)
             try:
                 await self._spawn()
-                self.restarts += 1
             except (SidecarError, OSError) as exc:
                 self._process = None
                 logger.warning("error=%s | the Mastra sidecar did not restart", exc)
