@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import socket
 from collections.abc import AsyncIterator
@@ -43,6 +44,7 @@ ROUTE = "/mastra/agent"
 bridge is reached at the same URL path)."""
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 EVENT: TypeAdapter = TypeAdapter(Event)
+TERMINAL = frozenset({EventType.RUN_FINISHED, EventType.RUN_ERROR})
 
 
 def sidecar_env(settings: RuntimeSettings, loopback: LoopbackServer, port: int = 0) -> dict[str, str]:
@@ -65,18 +67,27 @@ def sidecar_env(settings: RuntimeSettings, loopback: LoopbackServer, port: int =
     }
 
 
-def _cut(response: httpx.Response) -> None:
-    """End a sidecar request now, so the sidecar aborts its Mastra run: shut the socket down.
+_closing: set[asyncio.Task] = set()
 
-    A run cut short (the client left) is being cancelled by the server's cancel scope, which is
-    level-triggered (anyio) and reaches the run's tasks, so an awaited close of the response is
-    cancelled too and leaves the connection, and the Mastra run behind it, open until it ends by
-    itself. Shutting the socket is synchronous: the sidecar sees the request close at once."""
+
+async def _cut(response: httpx.Response) -> None:
+    """End a sidecar request before its end, so the sidecar aborts its Mastra run at once.
+
+    A run is cut short when its client leaves, and then it is being cancelled by the server's cancel
+    scope, which is level-triggered (anyio) and reaches the run's tasks through their context: an
+    awaited close of the response would be cancelled too, leaving the connection (and the Mastra
+    run behind it) open until it ends by itself, and the pool holding it. So the socket is shut
+    down at once (synchronous: the sidecar sees the request close), and the response is closed in
+    a task of its own, in an empty context, which no cancel scope reaches."""
     stream = response.extensions.get("network_stream")
     sock = stream.get_extra_info("socket") if stream is not None else None
-    if sock is not None:  # a duplicate of the descriptor: uvloop's socket objects cannot shutdown()
+    if sock is not None:  # on a duplicate of the descriptor: uvloop's socket objects cannot shutdown()
         with contextlib.suppress(OSError), socket.fromfd(sock.fileno(), sock.family, sock.type) as same:
             same.shutdown(socket.SHUT_RDWR)
+    closing = asyncio.get_running_loop().create_task(response.aclose(), context=contextvars.Context())
+    _closing.add(closing)
+    closing.add_done_callback(_closing.discard)
+    await asyncio.shield(closing)
 
 
 class MastraBridge:
@@ -153,18 +164,24 @@ class MastraBridge:
         url = f"http://127.0.0.1:{port}{ROUTE}"
         request = self._client.build_request("POST", url, json=body, headers={"accept": "text/event-stream"})
         response = await self._client.send(request, stream=True)
-        finished = False
+        terminal: BaseEvent | None = None
         try:
             response.raise_for_status()
             async with aclosing(response.aiter_lines()) as lines:
                 async for line in lines:
-                    if line.startswith("data:"):
-                        yield EVENT.validate_python(json.loads(line[5:]))
-            finished = True
-        finally:
-            if not finished:
-                _cut(response)
-            await response.aclose()
+                    if not line.startswith("data:"):
+                        continue
+                    event = EVENT.validate_python(json.loads(line[5:]))
+                    if event.type in TERMINAL:
+                        terminal = event  # the sidecar ends the response right after it: read to the end first
+                    else:
+                        yield event
+        except BaseException:
+            await _cut(response)
+            raise
+        await response.aclose()
+        if terminal is not None:
+            yield terminal
 
     def describe_error(self, exc: BaseException) -> ModelError | None:
         return errors.describe(exc)
