@@ -1,8 +1,8 @@
 // @ag-ui/mastra's MastraAgent on a plain loopback HTTP server, owned by the Python app (runtimes/mastra).
 //
 // POST <AGUI_SIDECAR_ROUTE>: a RunAgentInput in, MastraAgent.run's events out as Server-Sent Events,
-// nothing else: the bridge is used as published. The server adds three things around it, each
-// because the bridge (1.1.2) cannot do it:
+// nothing else: the bridge is used as published. Around it, the server adds what the bridge
+// (1.1.2) cannot do:
 //
 // * tool calls as they stream: the bridge shows a backend tool call only once Mastra has it whole
 //   (at its next chunk), so its arguments never stream; each backend call's streaming chunks go out
