@@ -25,7 +25,7 @@ from contextlib import aclosing, asynccontextmanager
 from typing import Any
 
 import httpx
-from ag_ui.core import BaseEvent, Event, EventType, RunAgentInput
+from ag_ui.core import BaseEvent, Event, EventType, RunAgentInput, RunStartedEvent
 from pydantic import TypeAdapter
 
 from emitters.core import SubagentRun, current_run
@@ -141,12 +141,15 @@ class MastraBridge:
         if run is not None:
             self._runs[thread] = run
         try:
+            # The run has started once it is the sidecar's: say so at once rather than after the
+            # sidecar's own RUN_STARTED, which waits for its turn on the sidecar's one event loop.
+            yield RunStartedEvent(thread_id=thread, run_id=run_input.run_id)
             bodies = approvals.sidecar_requests(run_input)
             for index, body in enumerate(bodies):
                 last = index == len(bodies) - 1
                 async with aclosing(self._post(body)) as stream:  # closing it closes the request at once
                     async for event in stream:
-                        if event.type == EventType.RUN_STARTED and index > 0:
+                        if event.type == EventType.RUN_STARTED:
                             continue
                         if event.type == EventType.RUN_FINISHED and not last:
                             continue  # a resume answered in several requests is one run
