@@ -86,7 +86,9 @@ class LoopbackServer:
     def __init__(self, *, delay_s: float, runs: Callable[[str], SubagentRun | None]) -> None:
         self.key = secrets.token_urlsafe(24)
         app = loopback_app(key=self.key, delay_s=delay_s, runs=runs)
-        config = uvicorn.Config(app, host=LOOPBACK, port=0, log_level="warning", lifespan="off")
+        # The sidecar's HTTP client (undici) drops idle connections after 4 s; the server keeps them
+        # longer, so it is never the server that closes one the client is about to reuse.
+        config = uvicorn.Config(app, host=LOOPBACK, port=0, log_level="warning", lifespan="off", timeout_keep_alive=120)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="mastra-loopback", daemon=True)
         self.base = ""
