@@ -144,7 +144,7 @@ def _streamed(chunk: dict, shown: set[str], early: set[str], streaming: dict[str
 async def with_messages_snapshot(
     events: AsyncIterator[BaseEvent], run_input: RunAgentInput
 ) -> AsyncIterator[BaseEvent]:
-    messages: dict[str, Message] = {message.id: message for message in run_input.messages}
+    messages: dict[str, Message] = {message.id: message.model_copy(deep=True) for message in run_input.messages}
     calls: dict[str, ToolCall] = {}
     async with aclosing(events):
         async for event in events:
