@@ -117,7 +117,9 @@ class MastraBridge:
     async def lifespan(self) -> AsyncIterator[None]:
         await asyncio.to_thread(self._loopback.start)
         self._sidecar = Sidecar(sidecar_env(self._settings, self._loopback))
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
+        # No kept-alive connections: a connection opened during a run keeps that run's context (and
+        # with it the run's emitter state) for as long as it lives; one per run costs nothing on loopback.
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=5.0), limits=limits)
         try:
             await self._sidecar.start()

@@ -56,9 +56,15 @@ class _InRun:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope.get("headers") or ())
         thread = headers.get(THREAD_HEADER.encode())
-        if thread is not None:
-            CURRENT_RUN.set(self.runs(thread.decode(errors="replace")))
-        await self.app(scope, receive, send)
+        run = self.runs(thread.decode(errors="replace")) if thread is not None else None
+        if run is None:
+            await self.app(scope, receive, send)
+            return
+        token = CURRENT_RUN.set(run)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            CURRENT_RUN.reset(token)  # no context the server keeps afterwards holds the run
 
 
 def loopback_app(*, key: str, delay_s: float, runs: Callable[[str], SubagentRun | None]) -> ASGIApp:
