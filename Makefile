@@ -6,8 +6,10 @@ PYTHON ?= python3
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 HOST ?= 127.0.0.1
 PORT ?= 8000
+IMAGE_ENGINE ?= auto
 
-.PHONY: serve test setup lint boot-check lint-docker client-deps captures matrix bench load tour
+.PHONY: serve test setup lint boot-check image-check lint-docker client-deps inspector-deps inspector-bundle browser engine \
+	screenshots captures matrix bench load tour
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -25,12 +27,18 @@ serve: setup
 	HOST=$(HOST) PORT=$(PORT) .venv/bin/python -m deploy.serve
 
 # pytest stays last, so its summary is the last line CI prints.
-test: setup client-deps lint-docker boot-check
+test: setup client-deps inspector-deps browser engine lint-docker boot-check image-check
 	.venv/bin/python -m pytest
 
 # Install what the image installs into a fresh venv, boot its entrypoint, drive every route.
 boot-check: setup
 	.venv/bin/python -m deploy.boot_check --uv $(UV)
+
+# Build the Dockerfile (docker, else podman), run the image with -p, drive every route from outside,
+# stop it. Installs podman and makes a stand-in base image where needed (docs/deploy.md);
+# IMAGE_ENGINE=docker or IMAGE_ENGINE=podman picks the engine instead.
+image-check: setup
+	.venv/bin/python -m deploy.image_check --engine $(IMAGE_ENGINE)
 
 lint-docker: setup
 	.venv/bin/hadolint Dockerfile
@@ -41,6 +49,37 @@ tests/client/node_modules/.installed: tests/client/package.json tests/client/pac
 	touch $@
 
 client-deps: tests/client/node_modules/.installed
+
+# The inspector page's npm project (web/): esbuild and the @ag-ui/client it bundles.
+web/node_modules/.installed: web/package.json web/package-lock.json
+	npm ci --prefix web --no-audit --no-fund
+	touch $@
+
+inspector-deps: web/node_modules/.installed
+
+# Rebuild the page's committed client bundle after changing web/ (tests/test_inspector_bundle.py checks it).
+inspector-bundle: inspector-deps
+	node web/build.mjs
+
+# Debian's Chromium for the inspector's browser tests: Playwright drives it and never downloads one.
+# (apt-get update only when the package lists do not know it yet.)
+/usr/bin/chromium:
+	apt-get install -y --no-install-recommends chromium || (apt-get update && apt-get install -y --no-install-recommends chromium)
+
+browser: /usr/bin/chromium
+
+# Debian's Redis for the shared-state tests (AGUI_STATE_URL): tests/engine.py starts its own
+# redis-server on a free loopback port for each use; nothing else runs it.
+/usr/bin/redis-server:
+	apt-get install -y --no-install-recommends redis-server || (apt-get update && apt-get install -y --no-install-recommends redis-server)
+
+engine: /usr/bin/redis-server
+
+# The README's pictures of the page, taken by its browser tests.
+screenshots: setup inspector-deps browser
+	.venv/bin/python -m pytest -q tests/test_inspector.py
+	mkdir -p docs/screenshots
+	cp test-artifacts/inspector/readme-*.png docs/screenshots/
 
 lint: setup
 	.venv/bin/ruff check .

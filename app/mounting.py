@@ -1,9 +1,11 @@
 """One route per runtime: ``POST /<name>/agent``, RunAgentInput in, Server-Sent Events out.
 
 The endpoint is the app's own, the same for every runtime: the guard parses the body once into a
-``RunAgentInput`` (or answers a 4xx JSON error), and the route's pipeline (``app.pipeline``)
-streams the run. The upstream bridges' own FastAPI endpoints are not used: each would parse the
-body again, encode and watch for disconnects its own way.
+``RunAgentInput`` (or answers a 4xx JSON error); then ``app.runs`` starts the run through the
+route's pipeline (``app.pipeline``), or, for a request with ``Last-Event-ID``, follows the run it
+names from there, and the response streams its frames. The upstream bridges' own FastAPI
+endpoints are not used: each would parse the body again, encode and watch for disconnects its own
+way.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from app.guard import BadRequest, read_run_input
+from app.guard import BadRequest, Limits, read_run_input
 from app.pipeline import RoutePipeline
+from app.runs import RunRegistry, last_event_id
+from app.security import principal_of
 from runtimes.base import Runtime
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -29,15 +33,23 @@ REQUEST_SCHEMA = {
 }
 
 
-def mount(app: FastAPI, pipeline: RoutePipeline, *, max_body_bytes: int) -> None:
+def mount(app: FastAPI, pipeline: RoutePipeline, runs: RunRegistry, *, limits: Limits) -> None:
     """Register ``POST <route>`` for ``pipeline``'s runtime."""
 
     async def run(request: Request) -> Response:
         try:
-            run_input = await read_run_input(request, max_body_bytes)
+            run_input = await read_run_input(request, limits)
+            after = last_event_id(request.headers.get("last-event-id"))
+            principal = principal_of(request.scope)
+            if after is None:
+                frames = await runs.start(pipeline, run_input, principal)
+            else:
+                frames = await runs.reconnect(pipeline, run_input, principal, after)
         except BadRequest as refused:
             return refused.response()
-        return StreamingResponse(pipeline.stream(run_input), media_type="text/event-stream", headers=SSE_HEADERS)
+        if frames is None:  # the client has the whole run: SSE's way of saying "do not reconnect"
+            return Response(status_code=204)
+        return StreamingResponse(frames, media_type="text/event-stream", headers=SSE_HEADERS)
 
     runtime = pipeline.runtime
     app.add_api_route(

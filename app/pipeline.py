@@ -7,7 +7,10 @@ innermost first, and why they sit where they do:
    bridge that owns a sidecar says it is down (``runtimes.base.available``), RUN_ERROR
    ``RUNTIME_UNAVAILABLE`` at once instead.
 2. ``bridge.stages``: the runtime's own fixes to what its bridge emits (complete snapshots, model
-   error codes, cancelled approvals...), declared by the runtime, applied in its order.
+   error codes, cancelled approvals...), declared by the runtime, applied in its order; then
+   ``ApprovalLedger.stage`` (``app.approvals``), which decides what a run may leave parked (and
+   answers a resume of an evicted approval); then ``limit_model_calls`` (``runtimes.budget``),
+   which gives the run its model-call budget before any of them starts the bridge.
 3. ``emit_subagents`` (``emitters.core``): SUBAGENT_* lifecycle and attribution. Inside the error
    boundary, so it sees the terminal event it must close its subagents before; it closes them on
    an exception or an early stop too, before the boundary reports it.
@@ -15,76 +18,133 @@ innermost first, and why they sit where they do:
    terminal event last, whatever the stages inside did (an escaping exception becomes RUN_ERROR
    with the bridge's name for it, a stop mid-run becomes RUN_ERROR ``INCOMPLETE_RUN``).
 5. ``Pump.drain`` (``app.pump``): stages 1-4 run in one task and context of their own, with
-   backpressure; what the dialects put out of band is merged in live.
+   backpressure; what the dialects put out of band is merged in live; a run ended early (at
+   shutdown, or when its clients left) ends with RUN_ERROR ``SERVER_SHUTDOWN`` or ``CLIENT_GONE``,
+   its subagents closed first. Then ``as_client_named`` (``app.principals``): the stages above see
+   the thread as the server keeps it for the request's principal, the client sees its own name.
 6. :func:`encode_sse`: each event as its SSE frame; an event that cannot be encoded ends the run
    with RUN_ERROR ``ENCODING_ERROR`` instead of a cut stream.
-7. ``log_run`` (``app.runlog``): one summary line per run, of what the client was sent (the one
+7. ``log_run`` (``app.runlog``): one summary line per run, of what its clients were sent (the one
    line a failure gets; the stages above log their detail at debug).
 
-Every stage closes its input when it ends, so a client that goes away stops the bridge at once.
+What comes out (:meth:`RoutePipeline.open`) is each event with its frame; ``app.runs`` writes them
+to the run's replay log, which the run's clients read. Every stage closes its input when it ends,
+so a run ended early (its clients left, the server stops) stops the bridge at once.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
 from ag_ui.core import BaseEvent, EventType, RunAgentInput, RunErrorEvent, RunStartedEvent
 from ag_ui.encoder import EventEncoder
 
+from app.approvals import CODES as APPROVAL_CODES
+from app.approvals import ApprovalLedger
 from app.config import Settings
-from app.pump import TERMINAL, Pump
+from app.principals import as_client_named, scoped
+from app.pump import SERVER_SHUTDOWN, TERMINAL, Pump
 from app.runlog import log_run
+from app.runs import CODES as RUN_CODES
+from app.runs import STATE_UNAVAILABLE
 from emitters.core import NativeLatch, SubagentRun, emit_subagents, subagent_events_enabled
 from runtimes.base import Bridge, Runtime, available
+from runtimes.budget import limit_model_calls
+from runtimes.model_errors import MODEL_CODES
+from store import Store, StoreUnavailable
 
 logger = logging.getLogger("agui.pipeline")
 
 INCOMPLETE_RUN = "INCOMPLETE_RUN"
 RUNTIME_UNAVAILABLE = "RUNTIME_UNAVAILABLE"
 ENCODING_ERROR = "ENCODING_ERROR"
+INTERNAL_ERROR = "INTERNAL_ERROR"
+RUNTIME_ERROR = "RUNTIME_ERROR"
+PIPELINE_CODES = frozenset(
+    {INCOMPLETE_RUN, RUNTIME_UNAVAILABLE, ENCODING_ERROR, INTERNAL_ERROR, RUNTIME_ERROR, SERVER_SHUTDOWN}
+)
+"""The RUN_ERROR codes the pipeline itself sends (docs/errors.md, with every other code)."""
 _ENCODER = EventEncoder()
 
 
 @dataclass
 class RoutePipeline:
-    """Everything one mounted route keeps between runs: its runtime, bridge and native latch."""
+    """Everything one mounted route keeps between runs: its runtime, bridge, native latch and ledger,
+    over the app's store."""
 
     runtime: Runtime
     bridge: Bridge
     settings: Settings
+    store: Store
     latch: NativeLatch = field(init=False)
+    ledger: ApprovalLedger = field(init=False)
+    codes: frozenset[str] = field(init=False)
+    """Every RUN_ERROR code this route documents; a bridge's other codes go out as RUNTIME_ERROR."""
 
     def __post_init__(self) -> None:
         self.latch = NativeLatch(self.runtime.route)
+        self.ledger = ApprovalLedger(
+            self.settings.approval_limits(), self.bridge.forget, self.store, self.runtime.route
+        )
+        self.codes = PIPELINE_CODES | RUN_CODES | MODEL_CODES | APPROVAL_CODES | self.runtime.known.run_error_codes()
 
-    def stream(self, run_input: RunAgentInput) -> AsyncIterator[bytes]:
-        """The SSE bytes of one run of ``run_input``."""
-        pump = Pump()
+    def open(self, run_input: RunAgentInput, principal: str = "") -> OpenRun:
+        """One run of ``run_input`` for ``principal`` (``app.principals``): its events with their
+        SSE frames, and how to end it early."""
+        client_thread_id, run_input = run_input.thread_id, scoped(run_input, principal)
         subagents = SubagentRun(
             self.latch,
             thread_id=run_input.thread_id,
-            out=pump.put,
+            out=lambda event: pump.put(event),
             enabled=subagent_events_enabled(run_input.forwarded_props, self.settings.agui_subagent_events),
             interrupt_owner=self.bridge.interrupt_owner,
         )
+        pump = Pump(closing=lambda reason: subagents.visible(subagents.close_all(reason)))
         if available(self.bridge):
             events = self.bridge.run(run_input)
             for stage in self.bridge.stages:
                 events = stage(events, run_input)
-        else:
-            events = _unavailable(run_input, self.runtime)
-        events = one_run(emit_subagents(events, subagents), run_input, self.bridge)
-        frames = encode_sse(pump.drain(events))
+            events = self.ledger.stage(events, run_input)
+        else:  # the bridge never sees it, so nothing of the thread changes: a new run can follow
+            down = f"The {self.runtime.title} runtime is not running right now; it is being restarted. Try again shortly."
+            events = _refusal(run_input, RUNTIME_UNAVAILABLE, down)
+        events = limit_model_calls(events, self.settings.agui_max_model_calls)
+        events = one_run(emit_subagents(events, subagents), run_input, self.bridge, self.codes)
+        events = as_client_named(pump.drain(events), client_thread_id)
+        return OpenRun(self._logged(encode_sse(events), run_input), pump.end_by)
+
+    def refuse(self, run_input: RunAgentInput, code: str, message: str) -> AsyncIterator[tuple[BaseEvent, bytes]]:
+        """A run answered before anything of it starts: RUN_STARTED, then RUN_ERROR ``code``."""
+        return self._logged(encode_sse(_refusal(run_input, code, message)), run_input)
+
+    def _logged(
+        self, frames: AsyncIterator[tuple[BaseEvent, bytes]], run_input: RunAgentInput
+    ) -> AsyncIterator[tuple[BaseEvent, bytes]]:
         return log_run(frames, runtime=self.runtime.name, thread_id=run_input.thread_id, run_id=run_input.run_id)
 
 
+@dataclass(frozen=True)
+class OpenRun:
+    """One run through the pipeline: iterate ``frames`` once; ``end_by(grace_s, code, message)``
+    ends it early with RUN_ERROR ``code`` (its open subagents closed first)."""
+
+    frames: AsyncIterator[tuple[BaseEvent, bytes]]
+    end_by: Callable[[float, str, str], None]
+
+
+async def _refusal(run_input: RunAgentInput, code: str, message: str) -> AsyncIterator[BaseEvent]:
+    yield _run_started(run_input)
+    yield RunErrorEvent(message=message, code=code)
+
+
 async def one_run(
-    events: AsyncIterator[BaseEvent], run_input: RunAgentInput, bridge: Bridge
+    events: AsyncIterator[BaseEvent], run_input: RunAgentInput, bridge: Bridge, codes: frozenset[str]
 ) -> AsyncIterator[BaseEvent]:
-    """The error boundary: exactly one run, opened by RUN_STARTED and closed by one terminal event."""
+    """The error boundary: exactly one run, opened by RUN_STARTED and closed by one terminal event,
+    a RUN_ERROR always with one of the route's documented ``codes``."""
     started = False
     try:
         async with aclosing(events):
@@ -92,6 +152,9 @@ async def one_run(
                 if not started and event.type != EventType.RUN_STARTED:
                     yield _run_started(run_input)
                 started = True
+                if event.type == EventType.RUN_ERROR and event.code not in codes:
+                    logger.debug("code=%s | a bridge code no document lists, sent as %s", event.code, RUNTIME_ERROR)
+                    event = event.model_copy(update={"code": RUNTIME_ERROR})
                 yield event
                 if event.type in TERMINAL:
                     return
@@ -105,23 +168,17 @@ async def one_run(
     yield error
 
 
-async def _unavailable(run_input: RunAgentInput, runtime: Runtime) -> AsyncIterator[BaseEvent]:
-    logger.debug("code=%s runtime=%s | the runtime is down", RUNTIME_UNAVAILABLE, runtime.name)
-    yield _run_started(run_input)
-    yield RunErrorEvent(
-        message=f"The {runtime.title} runtime is not running right now; it is being restarted. Try again shortly.",
-        code=RUNTIME_UNAVAILABLE,
-    )
-
-
 def _run_started(run_input: RunAgentInput) -> RunStartedEvent:
     return RunStartedEvent(thread_id=run_input.thread_id, run_id=run_input.run_id)
 
 
 def _run_error(exc: Exception, bridge: Bridge, run_input: RunAgentInput) -> RunErrorEvent:
+    if isinstance(exc, StoreUnavailable):
+        logger.warning("code=%s thread=%.64r | the state store failed mid-run", STATE_UNAVAILABLE, run_input.thread_id)
+        return RunErrorEvent(message="The state store became unavailable during the run.", code=STATE_UNAVAILABLE)
     named = bridge.describe_error(exc)
-    code = named.code if named is not None else type(exc).__name__
-    message = str(named) if named is not None else (str(exc) or type(exc).__name__)
+    code = named.code if named is not None else INTERNAL_ERROR
+    message = str(named) if named is not None else f"The run failed ({type(exc).__name__})."
     logger.debug("code=%s thread=%.64r | the run failed: %s", code, run_input.thread_id, message, exc_info=exc)
     return RunErrorEvent(message=message, code=code)
 

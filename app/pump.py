@@ -13,8 +13,14 @@ Why a task of its own:
   context they attached in.
 * **Backpressure.** The pump runs at most :data:`AHEAD` events ahead of a slow client, then waits.
 * **Cancellation.** A client that goes away cancels the consumer; the pump task is cancelled once
-  and left to unwind in its own task (the server's cancel scope would otherwise re-cancel every
-  await of the bridge's teardown), so the bridge's cleanup runs to the end.
+  and left to unwind in its own task, shielded from the server's cancel scope (which would
+  otherwise re-cancel every await of the bridge's teardown), so the bridge's cleanup runs to the
+  end and every model connection is released.
+* **Ending early.** When the server is told to stop (:func:`shut_down`, from ``deploy.serve`` on
+  SIGTERM), every run gets a grace period to finish; one still going then ends with RUN_ERROR
+  ``SERVER_SHUTDOWN`` (after what ``closing`` says must close first), instead of being cut off
+  mid-stream with no terminal event. A run whose clients left ends the same way, at once, with the
+  code its owner gives (:meth:`Pump.end_by`, from ``app.runs``).
 
 Invariants: events leave in the order they were produced or put; nothing leaves after a terminal
 event (RUN_FINISHED or RUN_ERROR); the source is closed when the pump ends, however it ends.
@@ -26,25 +32,54 @@ import asyncio
 import contextvars
 import logging
 import threading
+import weakref
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
-from ag_ui.core import BaseEvent, EventType
+from ag_ui.core import BaseEvent, EventType, RunErrorEvent
 
 logger = logging.getLogger("agui.pump")
 
 AHEAD = 64
 """How many events the run may get ahead of a slow client before it waits."""
 TERMINAL = frozenset({EventType.RUN_FINISHED, EventType.RUN_ERROR})
+SHUTDOWN_MESSAGE = "The server is shutting down; this run did not finish in time. Send it again."
+
+SERVER_SHUTDOWN = "SERVER_SHUTDOWN"
+CLIENT_GONE = "CLIENT_GONE"
+"""The run's clients left and it may not go on without them (``app.runs``)."""
 
 _unwinding: set[asyncio.Task] = set()
 """Strong references to cancelled pumps still unwinding (the loop keeps only weak ones)."""
+_running: weakref.WeakSet[Pump] = weakref.WeakSet()
+"""The pumps of the runs in flight (the process's: one server per process)."""
+
+
+def shut_down(grace_s: float) -> None:
+    """The server is stopping: every run in flight, and every run that starts from now on, has
+    ``grace_s`` seconds to finish. Call it on the server's loop; calls after the first change nothing."""
+    if Pump.grace_s is not None:
+        return
+    Pump.grace_s = grace_s
+    for pump in list(_running):
+        pump.end_by(grace_s)
 
 
 class Pump:
-    """One run's pump. Create it on the server's loop, then iterate :meth:`drain` once."""
+    """One run's pump. Create it on the server's loop, then iterate :meth:`drain` once.
 
-    def __init__(self) -> None:
+    ``closing`` gives the events that must go out before a RUN_ERROR the pump sends itself (at
+    shutdown, or when the run's clients left), given that RUN_ERROR's message: what the run has
+    open that a client should see closed.
+    """
+
+    grace_s: float | None = None
+    """Set once the server is shutting down: how long a run may still take."""
+
+    def __init__(self, closing: Callable[[str], list[BaseEvent]] = lambda reason: []) -> None:
+        self._closing = closing
+        self._deadline: float | None = None
+        self._ending = RunErrorEvent(message=SHUTDOWN_MESSAGE, code=SERVER_SHUTDOWN)  # sent at the deadline
         self._ready: deque[BaseEvent] = deque()
         self._wakeup = asyncio.Event()
         self._room = asyncio.Event()
@@ -58,12 +93,28 @@ class Pump:
         """Send ``event`` now, out of band. Safe from any thread; dropped after the terminal event."""
         self._append(event)
 
+    def end_by(self, grace_s: float, code: str = SERVER_SHUTDOWN, message: str = SHUTDOWN_MESSAGE) -> None:
+        """Give the run ``grace_s`` more seconds; then it ends with RUN_ERROR ``code``. The earliest
+        deadline wins."""
+        deadline = self._loop.time() + grace_s
+        if self._deadline is None or deadline < self._deadline:
+            self._deadline = deadline
+            self._ending = RunErrorEvent(message=message, code=code)
+        self._wake()
+
     async def drain(self, source: AsyncIterator[BaseEvent]) -> AsyncIterator[BaseEvent]:
         """Run ``source`` in the pump's task and yield everything it produces or is put, in order."""
         self._running = True
+        _running.add(self)
+        if Pump.grace_s is not None:
+            self.end_by(Pump.grace_s)
         task = self._loop.create_task(self._pull(source), context=contextvars.copy_context())
         try:
             while True:
+                if self._deadline is not None and self._loop.time() >= self._deadline and not self._ends_soon():
+                    for event in [*self._closing(self._ending.message), self._ending]:
+                        yield event
+                    return
                 if self._ready:
                     event = self._ready.popleft()
                     if len(self._ready) < AHEAD // 2:
@@ -75,15 +126,24 @@ class Pump:
                     return
                 else:
                     self._wakeup.clear()
-                    await self._wakeup.wait()
+                    timeout = None if self._deadline is None else max(self._deadline - self._loop.time(), 0)
+                    try:
+                        await asyncio.wait_for(self._wakeup.wait(), timeout)
+                    except TimeoutError:
+                        pass
         finally:
+            _running.discard(self)
             self._closed = True
             if not task.done():
                 task.cancel()
                 _unwinding.add(task)
                 task.add_done_callback(_unwinding.discard)
                 try:
-                    await task
+                    # Shielded: a consumer in a cancelled anyio scope (the server's, when the client
+                    # left) has every await cancelled again and again, and a Task awaited directly
+                    # passes each of those cancellations on, interrupting the bridge's own cleanup
+                    # (httpx then never releases the model connection).
+                    await asyncio.shield(task)
                 except BaseException:  # noqa: BLE001 - the client is gone; the pump's outcome no longer matters
                     pass
 
@@ -112,6 +172,10 @@ class Pump:
                     await closer()
                 except Exception:  # noqa: BLE001 - the run is over; closing is best effort
                     logger.debug("the run's stream raised while closing", exc_info=True)
+
+    def _ends_soon(self) -> bool:
+        """The run's own terminal event is already waiting to go out."""
+        return any(event.type in TERMINAL for event in self._ready)
 
     def _append(self, event: BaseEvent) -> None:
         if self._closed:

@@ -7,9 +7,11 @@ the boot and image checks, the benchmarks, the server's log settings) reads this
 
 from __future__ import annotations
 
+from runtimes.adk import runtime as adk
 from runtimes.base import Runtime
 from runtimes.mastra import runtime as mastra
 from runtimes.msaf import runtime as msaf
+from runtimes.pydantic_ai import runtime as pydantic_ai
 from runtimes.strands import runtime as strands
 
-RUNTIMES: tuple[Runtime, ...] = (strands, msaf, mastra)
+RUNTIMES: tuple[Runtime, ...] = (strands, msaf, adk, mastra, pydantic_ai)

@@ -111,7 +111,7 @@ async def capture_frames(base: str, config: BenchConfig, path: Path) -> None:
                 )
                 response.raise_for_status()
                 frames[f"{runtime}/{scenario}"] = [
-                    frame + "\n\n" for frame in response.text.split("\n\n") if frame.startswith("data:")
+                    frame + "\n\n" for frame in response.text.split("\n\n") if "\ndata:" in "\n" + frame
                 ]
     path.write_text(json.dumps(frames))
 

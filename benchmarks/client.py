@@ -46,7 +46,7 @@ async def timed_run(client: httpx.AsyncClient, url: str, body: bytes) -> RunTimi
                 return RunTiming(False, 0, None, time.perf_counter() - start, f"HTTP {response.status_code}")
             async for chunk in response.aiter_raw():
                 *frames, pending = (pending + chunk).split(b"\n\n")
-                data = [frame for frame in frames if frame.startswith(b"data:")]  # keepalive comments are not events
+                data = [frame for frame in frames if b"\ndata:" in b"\n" + frame]  # keepalive comments are not events
                 if data:
                     if first is None:
                         first = time.perf_counter() - start

@@ -13,33 +13,31 @@ It does what the ``Dockerfile`` does, outside a container:
    (``RUNTIME_SETUP``: ``deploy/setup.py``, e.g. a sidecar's locked npm modules).
 2. ``check``: start that environment's ``python -m deploy.serve`` (the image's entrypoint) in an
    empty directory, so the installed package is what gets imported, on a free loopback port,
-   with the image's default environment. Wait for ``/ok``, read the routes from ``GET /``, and
-   drive one plain run and one delegation on each. Any failure names the route and the step,
-   and the report ends with the tail of the server's log. The server is always stopped.
+   with the image's default environment. Wait for ``/ok``, then ``deploy.drive`` drives every
+   route ``GET /`` lists (the same driver the image check uses on the built container). Any
+   failure names the route and the step, and the report ends with the tail of the server's
+   log. The server is always stopped.
 
 Run it as ``make boot-check`` (or ``python -m deploy.boot_check``); exit code 0 means every
-route answered. It uses only the standard library and ``httpx`` (a runtime dependency).
+route answered. It uses only the standard library, ``httpx`` (a runtime dependency) and the
+project's ``verifier``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
+from deploy.drive import LOG_TAIL_LINES, Report, StepFailed, drive, wait_for_ok
+from deploy.loopback import free_port
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -52,36 +50,9 @@ INSTALL_STEPS: tuple[tuple[str, ...], ...] = (
 RUNTIME_SETUP: tuple[str, ...] = ("python", "-m", "deploy.setup")
 ENTRYPOINT: tuple[str, ...] = ("python", "-m", "deploy.serve")
 
-PLAIN_PROMPT = "Hello there!"
-DELEGATION_PROMPT = "Research the history of Lisbon"
-LOG_TAIL_LINES = 40
-
 
 class BootCheckError(Exception):
     """Provisioning failed: the image could not have been built either."""
-
-
-@dataclass
-class Report:
-    """What the check saw: one line per passed step, one per failure, and the server's last words."""
-
-    passed: list[str] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)
-    log_tail: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return not self.failures
-
-    def render(self) -> str:
-        lines = [f"ok    {line}" for line in self.passed] + [f"FAIL  {line}" for line in self.failures]
-        if self.failures and self.log_tail:
-            lines += [f"--- last {LOG_TAIL_LINES} lines of the server log ---", self.log_tail.rstrip()]
-        return "\n".join(lines)
-
-
-class StepFailed(Exception):
-    """One step on one route went wrong; the message says how."""
 
 
 # --- 1. provision: the image's install, in a fresh virtual environment -------------------
@@ -112,6 +83,7 @@ def build_context(project: Path, dest: Path) -> None:
         if source.is_dir():
             shutil.copytree(source, dest / name, ignore=ignore)
         elif source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, dest / name)
         else:
             raise BootCheckError(f".dockerignore lets in {name!r}, which does not exist")
@@ -145,12 +117,6 @@ def provision(project: Path, workdir: Path, uv: str) -> Path:
 
 
 # --- 2. check: boot the entrypoint and drive every route ---------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def server_env(port: int) -> dict[str, str]:
@@ -198,97 +164,6 @@ def _stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
-def wait_for_ok(base: str, process: subprocess.Popen, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise StepFailed(f"server exited with code {process.returncode} before /ok answered")
-        try:
-            if httpx.get(f"{base}/ok", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise StepFailed(f"/ok did not answer 200 within {timeout_s:g} s")
-
-
-def list_routes(base: str) -> list[str]:
-    response = httpx.get(f"{base}/", timeout=10)
-    if response.status_code != 200:
-        raise StepFailed(f"GET / answered HTTP {response.status_code}")
-    routes = [runtime.get("route") for runtime in response.json().get("runtimes", [])]
-    if not routes or not all(isinstance(route, str) for route in routes):
-        raise StepFailed(f"GET / lists no runtime routes: {response.text[:300]}")
-    return routes
-
-
-def run_body(prompt: str) -> dict:
-    """A complete RunAgentInput (wire form) with one user message."""
-    return {
-        "threadId": f"boot-check-{uuid.uuid4().hex[:8]}",
-        "runId": f"run-{uuid.uuid4().hex[:8]}",
-        "messages": [{"id": f"msg-{uuid.uuid4().hex[:8]}", "role": "user", "content": prompt}],
-        "state": {},
-        "tools": [],
-        "context": [],
-        "forwardedProps": {},
-    }
-
-
-def stream_run(url: str, prompt: str, timeout_s: float) -> list[dict]:
-    """POST one run and return its events; a slow trickle still ends at ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    raw = b""
-    headers = {"accept": "text/event-stream"}
-    try:
-        with httpx.stream("POST", url, json=run_body(prompt), headers=headers, timeout=timeout_s) as response:
-            for chunk in response.iter_bytes():
-                raw += chunk
-                if time.monotonic() > deadline:
-                    raise StepFailed(f"the stream was still open after {timeout_s:g} s")
-            if response.status_code != 200:
-                raise StepFailed(f"HTTP {response.status_code}: {raw[:300].decode(errors='replace')}")
-    except httpx.TimeoutException:
-        raise StepFailed(f"no complete response within {timeout_s:g} s") from None
-    except httpx.HTTPError as error:
-        raise StepFailed(f"request failed: {error!r}") from None
-    return parse_sse(raw)
-
-
-def parse_sse(raw: bytes) -> list[dict]:
-    events = []
-    for frame in raw.replace(b"\r\n", b"\n").split(b"\n\n"):
-        data = [line[5:].lstrip() for line in frame.split(b"\n") if line.startswith(b"data:")]
-        if data:
-            events.append(json.loads(b"\n".join(data)))
-    return events
-
-
-def verify_run(events: list[dict], *, expect: tuple[str, ...] = ()) -> str:
-    """Check the shape every run must have; returns a one-line summary or raises ``StepFailed``."""
-    types = [event.get("type") for event in events]
-    if "RUN_ERROR" in types:
-        error = events[types.index("RUN_ERROR")]
-        code = f" {error['code']}" if error.get("code") else ""
-        raise StepFailed(f"RUN_ERROR{code}: {error.get('message')}")
-    if not types:
-        raise StepFailed("the stream carried no events")
-    if types[0] != "RUN_STARTED":
-        raise StepFailed(f"first event is {types[0]}, not RUN_STARTED")
-    if types[-1] != "RUN_FINISHED":
-        raise StepFailed(f"stream ended with {types[-1]}, not RUN_FINISHED")
-    for required in ("TEXT_MESSAGE_CONTENT", *expect):
-        if required not in types:
-            raise StepFailed(f"no {required} event among {len(types)} events")
-    return f"{len(types)} events"
-
-
-STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("plain message", PLAIN_PROMPT, ()),
-    ("delegation", DELEGATION_PROMPT, ("SUBAGENT_STARTED",)),
-)
-
-
 def check(
     python: Path,
     cwd: Path,
@@ -305,20 +180,12 @@ def check(
         log_path = Path(logs) / "server.log"
         with running_server(python, cwd, port, log_path) as process:
             try:
-                wait_for_ok(base, process, boot_timeout_s)
-                report.passed.append("/ok answered")
-                routes = list_routes(base)
+                waited = wait_for_ok(base, process.poll, boot_timeout_s)
+                report.passed.append(f"/ok answered after {waited:.1f} s")
+                report.extend(drive(base, run_timeout_s=run_timeout_s))
             except StepFailed as failure:
                 report.failures.append(f"boot: {failure}")
-                routes = []
-            for route in routes:
-                for step, prompt, expect in STEPS:
-                    try:
-                        summary = verify_run(stream_run(f"{base}{route}", prompt, run_timeout_s), expect=expect)
-                        report.passed.append(f"{route} {step}: {summary}")
-                    except StepFailed as failure:
-                        report.failures.append(f"{route} {step}: {failure}")
-            if routes and process.poll() is not None:
+            if report.passed and process.poll() is not None:
                 report.failures.append(f"server exited with code {process.returncode} during the check")
         report.log_tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:])
     return report

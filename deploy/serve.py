@@ -9,20 +9,30 @@ variable               default        meaning
 =====================  =============  ===================================================
 HOST                   127.0.0.1      bind address (the image sets 0.0.0.0)
 PORT                   8000           bind port
-WEB_CONCURRENCY        1              uvicorn worker processes (see the warning below)
+AGUI_WORKERS           1              worker processes; more than one needs AGUI_STATE_URL
+                                      (thread state shared by the workers, see below)
 FORWARDED_ALLOW_IPS    127.0.0.1      proxies whose X-Forwarded-* headers are trusted
                                       (comma list, or * behind a platform's proxy)
 LOG_LEVEL              info           critical, error, warning, info, debug, trace
 LOG_FORMAT             plain          plain: one readable line; json: one JSON object
-SHUTDOWN_TIMEOUT_S     10             on SIGTERM, open SSE streams get this long to end
+SHUTDOWN_TIMEOUT_S     6              on SIGTERM, open SSE streams get this long to end (a
+                                      run still going a second before ends with RUN_ERROR
+                                      SERVER_SHUTDOWN); keep it under the platform's stop
+                                      timeout (docker: 10 s), or the process is killed first
+HEADER_TIMEOUT_S       10             a request's headers must arrive within this
+LIMIT_CONCURRENCY      1000           connections + requests in flight; more get HTTP 503
+TIMEOUT_KEEP_ALIVE_S   5              an idle keep-alive connection is closed after this
 =====================  =============  ===================================================
 
 The app's own settings (``AGUI_MODEL``, ``OPENAI_BASE_URL``, ...) are read by
-``app.config.Settings`` when uvicorn calls the factory.
+``app.config.Settings`` when uvicorn calls the factory; they are checked here first, so a bad
+value stops the start with one line naming the variable. HTTP runs on ``deploy.http.GuardedHttp``
+(header deadline, graceful end of streams on shutdown).
 
-Workers: pending approvals and per-thread agents live in the memory of the worker that
-served the run. With more than one worker, the resume request must reach the same worker
-(sticky sessions on ``threadId``) or it will not find its interrupt.
+Workers: without ``AGUI_STATE_URL``, thread state (pending approvals, per-thread agents, replay
+logs) lives in the memory of the one process, and more than one worker is refused at start: a
+resume or a reconnect landing on another worker would not find its thread. With it, every worker
+keeps thread state in that engine, and any worker (or replica) serves any request.
 """
 
 from __future__ import annotations
@@ -31,13 +41,16 @@ import json
 import logging
 import logging.config
 import os
+import signal
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import uvicorn
+from pydantic import ValidationError
 
+from app.config import Settings
 from app.registry import RUNTIMES
 
 APP_FACTORY = "app.factory:create_app"
@@ -50,8 +63,6 @@ tracebacks (one model failure is three or four records). Below debug they are si
 CRITICAL: the run's own line from ``app.runlog`` speaks for them, one per run, at WARNING with the
 RUN_ERROR code when the run failed. ``LOG_LEVEL=debug`` shows all of their records."""
 
-log = logging.getLogger("deploy.serve")
-
 
 @dataclass(frozen=True)
 class ServeConfig:
@@ -63,7 +74,10 @@ class ServeConfig:
     forwarded_allow_ips: str = "127.0.0.1"
     log_level: str = "info"
     log_format: str = "plain"
-    shutdown_timeout_s: int = 10
+    shutdown_timeout_s: int = 6
+    header_timeout_s: int = 10
+    limit_concurrency: int = 1000
+    timeout_keep_alive_s: int = 5
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ServeConfig:
@@ -71,12 +85,20 @@ class ServeConfig:
         config = cls(
             host=env.get("HOST", cls.host),
             port=_int(env, "PORT", cls.port, low=1, high=65535),
-            workers=_int(env, "WEB_CONCURRENCY", cls.workers, low=1),
+            workers=_int(env, "AGUI_WORKERS", cls.workers, low=1),
             forwarded_allow_ips=env.get("FORWARDED_ALLOW_IPS", cls.forwarded_allow_ips),
             log_level=env.get("LOG_LEVEL", cls.log_level).strip().lower(),
             log_format=env.get("LOG_FORMAT", cls.log_format).strip().lower(),
             shutdown_timeout_s=_int(env, "SHUTDOWN_TIMEOUT_S", cls.shutdown_timeout_s, low=0),
+            header_timeout_s=_int(env, "HEADER_TIMEOUT_S", cls.header_timeout_s, low=1),
+            limit_concurrency=_int(env, "LIMIT_CONCURRENCY", cls.limit_concurrency, low=1),
+            timeout_keep_alive_s=_int(env, "TIMEOUT_KEEP_ALIVE_S", cls.timeout_keep_alive_s, low=1),
         )
+        if config.workers > 1 and not env.get("AGUI_STATE_URL", "").strip():
+            raise ValueError(
+                f"AGUI_WORKERS={config.workers} needs AGUI_STATE_URL (redis://host:port/db): without shared "
+                "state, a resume or a reconnect that lands on another worker would not find its thread"
+            )
         if config.log_level not in LOG_LEVELS:
             raise ValueError(f"LOG_LEVEL={config.log_level!r} is not one of {', '.join(LOG_LEVELS)}")
         if config.log_format not in LOG_FORMATS:
@@ -135,18 +157,29 @@ def log_config(config: ServeConfig) -> dict:
     }
 
 
+def settings_problem() -> str | None:
+    """What is wrong with the app's settings in this environment, in one line, or None."""
+    try:
+        Settings()
+    except ValidationError as error:
+        return "; ".join(
+            f"{str(problem['loc'][0]).upper()}={problem.get('input')!r}: {problem['msg']}" for problem in error.errors()
+        )
+    return None
+
+
 def main() -> None:
     try:
         config = ServeConfig.from_env(os.environ)
     except ValueError as error:
         sys.exit(f"deploy.serve: {error}")
+    problem = settings_problem()
+    if problem is not None:
+        sys.exit(f"deploy.serve: {problem}")
+    # uvicorn stops gracefully on SIGTERM, then raises the signal again for the handler in place
+    # before it started: this one, so a clean stop (docker stop) exits 0, not 143.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     logging.config.dictConfig(log_config(config))
-    if config.workers > 1:
-        log.warning(
-            "WEB_CONCURRENCY=%d: pending approvals live in one worker's memory; route each threadId to the "
-            "same worker (sticky sessions) or resumes will not find their interrupt",
-            config.workers,
-        )
     uvicorn.run(
         APP_FACTORY,
         factory=True,
@@ -158,6 +191,9 @@ def main() -> None:
         log_level=config.log_level,
         log_config=log_config(config),
         timeout_graceful_shutdown=config.shutdown_timeout_s,
+        http="deploy.http:GuardedHttp",
+        limit_concurrency=config.limit_concurrency,
+        timeout_keep_alive=config.timeout_keep_alive_s,
     )
 
 

@@ -6,8 +6,8 @@ must learn what a runtime is and how it differs from what the runtime's own pack
 never from a branch that names it. So a runtime package exposes one :class:`Runtime` value:
 
 * who it is (``name``, ``title``, ``bridge_package``; the route is derived from the name);
-* how to build its :class:`Bridge` for a settings object (the upstream AG-UI bridge plus the
-  runtime's own stages), called once per app;
+* how to build its :class:`Bridge` for a settings object and the app's store (the upstream AG-UI
+  bridge plus the runtime's own stages), called once per app;
 * what differs about it, as data: the RUN_ERROR codes its bridge answers refusals with, the gaps
   the runtime matrix explains, the upstream loggers to quiet, the distributions whose versions
   the wire captures record, the "bare bridge" app the benchmarks compare against.
@@ -28,6 +28,7 @@ from ag_ui.core import BaseEvent, Interrupt, RunAgentInput
 
 from runtimes.config import RuntimeSettings
 from runtimes.model_errors import ModelError
+from store import Store
 
 Stage = Callable[[AsyncIterator[BaseEvent], RunAgentInput], AsyncIterator[BaseEvent]]
 """One step of a run's event stream: takes the stream so far and the run's input, yields the
@@ -66,6 +67,12 @@ class Bridge(Protocol):
 
     def held_threads(self) -> HeldThreads:
         """What the bridge keeps per thread right now."""
+
+    async def forget(self, thread_id: str) -> None:
+        """Drop what the bridge keeps for a thread waiting for an approval: the app's approval
+        ledger evicted it or refused to park it (``app/approvals.py``), on whichever replica; with
+        shared state, that includes what the bridge keeps of it in the engine. A bridge never
+        drops a waiting thread on its own."""
 
 
 @runtime_checkable
@@ -134,9 +141,18 @@ class Known:
     invalid_captures: Mapping[str, str] = field(default_factory=dict)
     """Scenario -> why its committed capture is an invalid stream (an upstream bug both verifiers
     must keep rejecting until it is fixed)."""
+    codes: tuple[str, ...] = ()
+    """RUN_ERROR codes the bridge may send beyond those in ``answers`` (documented in docs/errors.md;
+    any other code a bridge sends reaches the client as ``RUNTIME_ERROR``)."""
 
     def gap(self, surface: str) -> Gap | None:
         return next((gap for gap in self.gaps if gap.surface == surface), None)
+
+    def run_error_codes(self) -> frozenset[str]:
+        """Every RUN_ERROR code of the bridge's own this runtime documents."""
+        return frozenset(code for answers in self.answers.values() for code in answers if code != FINISHED) | set(
+            self.codes
+        )
 
 
 @dataclass(frozen=True)
@@ -148,7 +164,8 @@ class Runtime:
     title: str
     bridge_package: str
     """The upstream AG-UI bridge distribution the route stands on."""
-    build: Callable[[RuntimeSettings], Bridge]
+    build: Callable[[RuntimeSettings, Store], Bridge]
+    """The route's bridge for the app's settings and store (``store``: where thread state lives)."""
     known: Known
     packages: tuple[str, ...] = ()
     """Further distributions whose versions the captures record (the runtime's core)."""

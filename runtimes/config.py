@@ -33,6 +33,14 @@ class RuntimeSettings(BaseSettings):
     agui_script_delay_ms: float = Field(
         default=15.0, ge=0, description="Pause between the scripted model's streamed chunks."
     )
+    agui_max_model_calls: int = Field(
+        default=20, gt=0, description="Model calls a run may make, its specialists' included (runtimes/budget.py)."
+    )
+    agui_state_url: str | None = Field(
+        default=None,
+        description="redis://host:port/db: thread state in that engine, so any worker or replica serves any "
+        "request. Unset: in this process's memory (one process).",
+    )
     agui_thread_cache_size: int = Field(
         default=256, gt=0, description="Per-thread agents kept in memory (least recently used are dropped)."
     )

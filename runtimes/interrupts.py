@@ -7,17 +7,19 @@ their own convention and check little. A runtime whose bridge lacks the rules pu
 its stages (outside any stage that turns the bridge's convention into the standard outcome) and
 translates the resume it lets through into its bridge's own shape.
 
-What the gate holds per thread, bounded (``max_threads``, the least recently used dropped first,
-threads waiting for an answer only after every other): the interrupts still open, the answer that
-settled the last ones (so a replay of it is recognised), and whether a run is in flight. A thread
-dropped while an answer was awaited is remembered (bounded too), so its late resume learns why.
+What the gate holds per thread, as one record in the app's store (``store``; shared by every
+replica when the state is): the interrupts still open, and the answer that settled the last ones
+(so a replay of it is recognised, for an hour). Threads waiting for an answer are the app's
+approval ledger's to bound (``app/approvals.py``), which drops one through :meth:`forget`. The
+gate reads and writes a thread's record only while the run holds the thread's lease
+(``app.runs``: one run per thread at a time, ``THREAD_BUSY`` for a second), so no two runs race
+on it.
 
 The answers, with their stable codes (docs/errors.md):
 
 ===============================================================  ==============================
 request                                                          answer
 ===============================================================  ==============================
-a second run on the thread while one is in flight                ``THREAD_BUSY``
 new input (no resume) while interrupts are open                  ``PENDING_INTERRUPTS``
 a resume naming an id that is not open (and never was)           ``UNKNOWN_INTERRUPT_ID``
 a resume naming an interrupt twice                               ``DUPLICATE_INTERRUPT_ID``
@@ -25,7 +27,6 @@ a resume that leaves an open interrupt unanswered (or is empty)  ``PARTIAL_RESUM
 a resolved answer whose payload the interrupt's schema refuses   ``INVALID_PAYLOAD``
 the settled answer sent again                                    ``RUN_FINISHED``, nothing runs
 a different answer to an interrupt already settled               ``INTERRUPT_ALREADY_ANSWERED``
-a resume for a thread the gate had to drop                       ``INTERRUPT_EXPIRED``
 ===============================================================  ==============================
 
 A refusal is a complete run, RUN_STARTED then RUN_ERROR, and changes nothing: the open interrupts
@@ -36,7 +37,6 @@ run that then fails is never run twice by a retry of the same resume.
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -54,15 +54,14 @@ from ag_ui.core import (
 )
 
 from runtimes.base import HeldThreads
+from store import Store
 
-THREAD_BUSY = "THREAD_BUSY"
 PENDING_INTERRUPTS = "PENDING_INTERRUPTS"
 UNKNOWN_INTERRUPT_ID = "UNKNOWN_INTERRUPT_ID"
 DUPLICATE_INTERRUPT_ID = "DUPLICATE_INTERRUPT_ID"
 PARTIAL_RESUME = "PARTIAL_RESUME"
 INVALID_PAYLOAD = "INVALID_PAYLOAD"
 INTERRUPT_ALREADY_ANSWERED = "INTERRUPT_ALREADY_ANSWERED"
-INTERRUPT_EXPIRED = "INTERRUPT_EXPIRED"
 
 APPROVAL_SCHEMA = {
     "type": "object",
@@ -84,26 +83,42 @@ class Replayed(Exception):
     """The settled answer sent again: the run finishes without running anything."""
 
 
+OPEN_TTL_S = 30 * 24 * 3600.0
+"""A record with open interrupts: kept until answered or forgotten (the ledger bounds how many)."""
+SETTLED_TTL_S = 3600.0
+"""A record with only the settled answer: kept this long to recognise its replay."""
+
+
 @dataclass
 class _Thread:
     open: dict[str, Interrupt] = field(default_factory=dict)
     settled: dict[str, str] = field(default_factory=dict)  # interrupt id -> its answer, canonical JSON
-    running: bool = False
+
+    def dump(self) -> bytes:
+        opened = {i: interrupt.model_dump(mode="json", by_alias=True) for i, interrupt in self.open.items()}
+        return json.dumps({"open": opened, "settled": self.settled}, separators=(",", ":")).encode()
+
+    @classmethod
+    def load(cls, raw: bytes) -> _Thread:
+        data = json.loads(raw)
+        opened = {i: Interrupt.model_validate(interrupt) for i, interrupt in data["open"].items()}
+        return cls(open=opened, settled=data["settled"])
 
 
 class InterruptGate:
-    """The open interrupts of every thread of one route, and the rules a resume must meet."""
+    """The open interrupts of every thread of one route, and the rules a resume must meet. ``name``
+    keeps the route's records apart from other routes' in the store."""
 
-    def __init__(self, max_threads: int) -> None:
-        self._threads: OrderedDict[str, _Thread] = OrderedDict()
-        self._expired: OrderedDict[str, None] = OrderedDict()
-        self._max_threads = max_threads
+    def __init__(self, store: Store, name: str) -> None:
+        self._store = store
+        self._prefix = f"agui:gate:{name}:"
+        self._paused: set[str] = set()  # this process's view: the threads it last saw waiting
 
     async def stage(self, events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
         """The gate as a pipeline stage: refuse or replay before the bridge starts, record after."""
         thread_id = run_input.thread_id
         try:
-            thread = self.admit(run_input)
+            thread = await self.admit(run_input)
         except (Refused, Replayed) as answer:
             async with aclosing(events):  # never started: nothing of the bridge runs
                 pass
@@ -113,31 +128,24 @@ class InterruptGate:
             else:
                 yield RunFinishedEvent(thread_id=thread_id, run_id=run_input.run_id)
             return
-        try:
-            async with aclosing(events):
-                async for event in events:
-                    if event.type == EventType.RUN_FINISHED:
-                        thread.open = {i.id: i for i in getattr(event.outcome, "interrupts", None) or []}
-                    yield event
-        finally:
-            thread.running = False
-            self._trim()
+        async with aclosing(events):
+            async for event in events:
+                if event.type == EventType.RUN_FINISHED:
+                    thread.open = {i.id: i for i in getattr(event.outcome, "interrupts", None) or []}
+                    await self._save(thread_id, thread)
+                yield event
 
-    def admit(self, run_input: RunAgentInput) -> _Thread:
-        """Check one request against its thread; on success the thread is running (and the
-        resume's interrupts are settled). Raises :class:`Refused` or :class:`Replayed`."""
+    async def admit(self, run_input: RunAgentInput) -> _Thread:
+        """Check one request against its thread; on success the resume's interrupts are settled
+        (written before the bridge runs). Raises :class:`Refused` or :class:`Replayed`."""
         thread_id = run_input.thread_id
-        thread = self._threads.get(thread_id)
+        raw = await self._store.get(self._prefix + thread_id)
+        thread = _Thread.load(raw) if raw is not None else None
         resume = run_input.resume
         if thread is None:
-            if resume and thread_id in self._expired:
-                raise Refused(INTERRUPT_EXPIRED, "The approval this resume answers expired: the server had to drop it.")
             if resume:
                 raise Refused(UNKNOWN_INTERRUPT_ID, "Nothing on this thread is waiting for an answer.")
-            thread = self._threads[thread_id] = _Thread()
-        self._threads.move_to_end(thread_id)
-        if thread.running:
-            raise Refused(THREAD_BUSY, "A run on this thread is still in flight; wait for it to finish.")
+            return _Thread()
         if not resume and not thread.open:
             pass  # an ordinary run (an empty resume with nothing open is no resume)
         elif resume is None:
@@ -149,14 +157,29 @@ class InterruptGate:
             self._check_resume(thread, resume)
             thread.settled = {entry.interrupt_id: _answer(entry) for entry in resume}
             thread.open = {}
-        thread.running = True
+            await self._save(thread_id, thread)
         return thread
 
+    async def forget(self, thread_id: str) -> None:
+        """Drop a thread waiting for an answer (the app's approval ledger evicted or refused it)."""
+        self._paused.discard(thread_id)
+        await self._store.delete(self._prefix + thread_id)
+
     def held_threads(self) -> HeldThreads:
-        return HeldThreads(
-            running=frozenset(t for t, thread in self._threads.items() if thread.running),
-            paused=frozenset(t for t, thread in self._threads.items() if thread.open),
-        )
+        """The threads this process last saw waiting (with shared state, another replica may since
+        have answered one)."""
+        return HeldThreads(paused=frozenset(self._paused))
+
+    async def _save(self, thread_id: str, thread: _Thread) -> None:
+        if thread.open:
+            self._paused.add(thread_id)
+        else:
+            self._paused.discard(thread_id)
+        if thread.open or thread.settled:
+            ttl_s = OPEN_TTL_S if thread.open else SETTLED_TTL_S
+            await self._store.put(self._prefix + thread_id, thread.dump(), ttl_s=ttl_s)
+        else:
+            await self._store.delete(self._prefix + thread_id)
 
     def _check_resume(self, thread: _Thread, resume: list[ResumeEntry]) -> None:
         ids = [entry.interrupt_id for entry in resume]
@@ -182,23 +205,6 @@ class InterruptGate:
                     jsonschema.validate(entry.payload, schema)
                 except jsonschema.ValidationError as exc:
                     raise Refused(INVALID_PAYLOAD, f"The answer to {entry.interrupt_id!r}: {exc.message}") from None
-
-    def _trim(self) -> None:
-        """Back to ``max_threads``: idle threads first, then those waiting for an answer (remembered
-        as expired); never a thread with a run in flight."""
-        excess = len(self._threads) - self._max_threads
-        for waiting in (False, True):
-            for thread_id, thread in list(self._threads.items()):
-                if excess <= 0:
-                    return
-                if thread.running or bool(thread.open) != waiting:
-                    continue
-                del self._threads[thread_id]
-                excess -= 1
-                if waiting:
-                    self._expired[thread_id] = None
-                    while len(self._expired) > 4 * self._max_threads:
-                        self._expired.popitem(last=False)
 
 
 def _answer(entry: ResumeEntry) -> str:

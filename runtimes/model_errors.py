@@ -1,6 +1,6 @@
 """Model failures as RUN_ERROR codes a client can act on, for every runtime.
 
-Both runtimes talk to an OpenAI-compatible endpoint through the OpenAI SDK (over httpx), so the
+Every runtime talks to an OpenAI-compatible endpoint through the OpenAI SDK (over httpx), so the
 same failure looks the same underneath, whatever the runtime wraps it in. :func:`describe` walks
 an exception's causes and names the failure:
 
@@ -15,14 +15,27 @@ code                          when
                               error the endpoint sent inside an HTTP 200 stream)
 ============================  ==========================================================
 
-What is runtime-specific stays with the runtime: where the failure is caught and how its code
-reaches the RUN_ERROR (``runtimes/strands/errors.py``, ``runtimes/msaf/errors.py``).
+A bridge that swallows the exception into a RUN_ERROR of its own (with a code of its own and the
+provider's raw text) uses the per-run record here: the model layer records the named
+failure (``runtimes.model_calls`` does it for every call), and the stage :func:`name_model_errors`
+puts the code on the RUN_ERROR. A bridge that lets the exception reach the pipeline needs neither:
+``Bridge.describe_error`` names it there.
 """
 
 from __future__ import annotations
 
+import contextvars
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+
 import httpx
 import openai
+from ag_ui.core import BaseEvent, EventType, RunAgentInput
+
+MODEL_CODES = frozenset(
+    {"MODEL_TIMEOUT", "MODEL_AUTH_ERROR", "MODEL_UNREACHABLE", "MODEL_ERROR", "TOO_MANY_MODEL_CALLS"}
+)
+"""Every code a failed model call gets (``TOO_MANY_MODEL_CALLS``: the run's budget, ``runtimes.budget``)."""
 
 
 class ModelError(Exception):
@@ -72,3 +85,33 @@ def _name(error: BaseException) -> ModelError | None:
     if isinstance(error, openai.APIError):  # the base class: an error chunk inside a streamed answer
         return ModelError("MODEL_ERROR", f"The model endpoint reported an error mid-answer: {error.message}")
     return None
+
+
+_FAILURES: contextvars.ContextVar[list[ModelError] | None] = contextvars.ContextVar("agui_model_failures", default=None)
+
+
+def failure() -> ModelError | None:
+    """The latest model failure recorded for the current run, if any."""
+    failures = _FAILURES.get()
+    return failures[-1] if failures else None
+
+
+def remember(named: ModelError) -> None:
+    """Record a named model failure for the current run (a no-op outside a run: the record is the
+    run's own once :func:`name_model_errors` has started)."""
+    failures = _FAILURES.get()
+    if failures is not None and named not in failures:
+        failures.append(named)
+
+
+async def name_model_errors(events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+    """A stage: give the run its own failure record (set before the bridge starts, in the run's own
+    context, which the bridge's tasks copy), then put the recorded failure's code and message on
+    the run's RUN_ERROR."""
+    _FAILURES.set([])
+    async with aclosing(events):
+        async for event in events:
+            failures = _FAILURES.get()
+            if event.type == EventType.RUN_ERROR and failures:
+                event = event.model_copy(update={"code": failures[-1].code, "message": str(failures[-1])})
+            yield event

@@ -70,8 +70,7 @@ FEATURES: tuple[Feature, ...] = (
         "subagent",
         "research",
         "Research the history of Lisbon",
-        "Delegates to the specialist agent research_specialist (tool lookup_fact); "
-        "streams SUBAGENT_* events.",
+        "Delegates to the specialist agent research_specialist (tool lookup_fact); streams SUBAGENT_* events.",
     ),
     Feature(
         "parallel_subagents",

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.engine import redis_server
 from tests.fake_openai import fake_openai_server
 
 
@@ -13,4 +14,12 @@ from tests.fake_openai import fake_openai_server
 def endpoint() -> Iterator[str]:
     """A local OpenAI-compatible endpoint (``tests/fake_openai.py``) for real-model tests."""
     with fake_openai_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """A real ``redis-server`` (``tests/engine.py``) for the whole session, as its URL; tests that
+    share it keep to keys of their own."""
+    with redis_server() as url:
         yield url

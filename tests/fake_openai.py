@@ -13,9 +13,11 @@ model name (``AGUI_MODEL_ID``) picks how it answers:
 * ``fake-stall``: starts streaming, then goes silent forever (connection kept open);
 * ``fake-inband-error``: answers HTTP 200, then sends an error chunk mid-stream, as OpenAI, vLLM
   and llama.cpp do for a failure after the stream started;
-* ``fake-specialist-hang`` / ``fake-specialist-500``: the specialist's requests (offered
-  ``lookup_fact``, not ``research_specialist``) never answer / answer HTTP 500; the parent's are
-  answered as ``scripted``.
+* ``fake-garbage``: answers HTTP 200, then a chunk that is not JSON;
+* ``fake-loop``: calls ``get_weather`` every time, whatever came back (a model that never stops);
+* ``fake-specialist-hang`` / ``fake-specialist-500`` / ``fake-specialist-garbage``: the specialist's
+  requests (offered ``lookup_fact``, not ``research_specialist``) never answer / answer HTTP 500 /
+  answer garbage; the parent's are answered as ``scripted``.
 
 Requests whose bearer key is not ``API_KEY`` get 401, like a real provider's. ``received`` counts
 requests by model and ``refused`` keeps every 400 it sent, so a test can see that no request of a
@@ -63,9 +65,14 @@ async def completions(request: Request) -> Response:
         await asyncio.Event().wait()  # never answers
     if model == "fake-500" or (model == "fake-specialist-500" and specialist):
         return JSONResponse(error_body("The server had an error processing your request.", "server_error"), 500)
+    if model == "fake-loop":
+        body = {**body, "messages": [{"role": "user", "content": "What's the weather in Oslo?"}]}
     frames = frames_for(body)
 
     async def stream() -> AsyncIterator[bytes]:
+        if model == "fake-garbage" or (model == "fake-specialist-garbage" and specialist):
+            yield b"data: {this is not json\n\n"
+            return
         sent = 0
         async for frame in sse(iter(frames), delay_s=0.002):
             if sent == 2 and model in MID_STREAM_FAILURES:

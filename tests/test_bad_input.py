@@ -20,24 +20,38 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 import pytest
 
 from app.config import Settings
+from app.factory import create_app
 from app.registry import RUNTIMES
 from runtimes.base import FINISHED
 from tests.wire import ROUTES, RUNTIME_BY_ROUTE, Run, arun, live_server, open_stream, run_input
 from verifier import verify_events, verify_thread
 
 MAX_BODY = 20_000
+LIMITS = {
+    "agui_max_body_bytes": MAX_BODY,
+    "agui_max_json_depth": 16,
+    "agui_max_number_digits": 20,
+    "agui_max_messages": 50,
+    "agui_max_tools": 8,
+    "agui_max_tools_bytes": 4_000,
+    "agui_max_id_length": 200,  # above the longest interrupt id a bridge mints (Strands: ~120)
+    "agui_body_timeout_s": 1.0,
+}
+"""Small limits, so every one is reached well inside the body size limit."""
 
 
 @pytest.fixture(scope="module")
 def base() -> Iterator[str]:
-    with live_server(Settings(agui_script_delay_ms=5, agui_max_body_bytes=MAX_BODY)) as url:
+    with live_server(Settings(agui_script_delay_ms=5, **LIMITS)) as url:
         yield url
 
 
@@ -57,7 +71,7 @@ def _json(value: object) -> bytes:
 
 def _body(**fields: object) -> bytes:
     """A valid RunAgentInput with ``fields`` replaced (a value of ``...`` removes the field)."""
-    body = run_input("hi")
+    body = run_input("hi", thread_id="t-bad-input")
     for key, value in fields.items():
         if value is ...:
             body.pop(key, None)
@@ -68,6 +82,27 @@ def _body(**fields: object) -> bytes:
 
 JSON = "application/json"
 ENTRY = {"interruptId": "i-1", "status": "resolved", "payload": {"approved": True}}
+
+
+def _nested(depth: int) -> dict:
+    value: dict = {}
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+def _tool(n: int, description: str = "x") -> dict:
+    return {"name": f"tool_{n}", "description": description, "parameters": {"type": "object"}}
+
+
+def _user(n: int) -> dict:
+    return {"id": f"m{n}", "role": "user", "content": "hi"}
+
+
+def _with_state(number: bytes) -> bytes:
+    """A valid body whose state holds ``number`` written as is (json.dumps cannot write these)."""
+    return _body().replace(b'"state": {}', b'"state": {"n": ' + number + b"}")
+
 
 GUARD_ROWS = [
     # (row, body, content type, status, code, field)
@@ -87,20 +122,76 @@ GUARD_ROWS = [
     ("runId not a string", _body(runId=["r"]), JSON, 422, "invalid_field", "runId"),
     ("messages not a list", _body(messages="hi"), JSON, 422, "invalid_field", "messages"),
     ("message not an object", _body(messages=["hi"]), JSON, 422, "invalid_field", "messages.0"),
-    ("message without role", _body(messages=[{"id": "m", "content": "x"}]), JSON, 422, "invalid_field",
-     "messages.0"),
-    ("unknown message role", _body(messages=[{"id": "m", "role": "wizard", "content": "x"}]), JSON, 422,
-     "invalid_field", "messages.0"),
-    ("user message without content", _body(messages=[{"id": "m", "role": "user"}]), JSON, 422, "invalid_field",
-     "messages.0.content"),
+    ("message without role", _body(messages=[{"id": "m", "content": "x"}]), JSON, 422, "invalid_field", "messages.0"),
+    (
+        "unknown message role",
+        _body(messages=[{"id": "m", "role": "wizard", "content": "x"}]),
+        JSON,
+        422,
+        "invalid_field",
+        "messages.0",
+    ),
+    (
+        "user message without content",
+        _body(messages=[{"id": "m", "role": "user"}]),
+        JSON,
+        422,
+        "invalid_field",
+        "messages.0.content",
+    ),
     ("tools not a list", _body(tools={"name": "x"}), JSON, 422, "invalid_field", "tools"),
     ("resume not a list", _body(resume={"interruptId": "i-1"}), JSON, 422, "invalid_field", "resume"),
-    ("resume entry without interruptId", _body(resume=[{"status": "resolved"}]), JSON, 422, "invalid_field",
-     "resume.0.interruptId"),
-    ("resume status not resolved/cancelled", _body(resume=[{**ENTRY, "status": "maybe"}]), JSON, 422,
-     "invalid_field", "resume.0.status"),
+    (
+        "resume entry without interruptId",
+        _body(resume=[{"status": "resolved"}]),
+        JSON,
+        422,
+        "invalid_field",
+        "resume.0.interruptId",
+    ),
+    (
+        "resume status not resolved/cancelled",
+        _body(resume=[{**ENTRY, "status": "maybe"}]),
+        JSON,
+        422,
+        "invalid_field",
+        "resume.0.status",
+    ),
     ("resume entry not an object", _body(resume=["i-1"]), JSON, 422, "invalid_field", "resume.0"),
     ("oversized body", _json(run_input("x" * (MAX_BODY + 1))), JSON, 413, "body_too_large", None),
+    ("state not an object", _body(state=1), JSON, 422, "invalid_field", "state"),
+    ("forwardedProps not an object", _body(forwardedProps=[1]), JSON, 422, "invalid_field", "forwardedProps"),
+    ("JSON nested deeper than the limit", _body(state=_nested(20)), JSON, 422, "too_deep", None),
+    ("JSON nested 1,000 deep", b"[" * 1000 + b"]" * 1000, JSON, 422, "too_deep", None),
+    (
+        "an integer with more digits than the limit",
+        _with_state(b"1" + b"0" * 5000),
+        JSON,
+        422,
+        "number_too_large",
+        None,
+    ),
+    ("a number out of range (1e999)", _with_state(b"1e999"), JSON, 422, "number_too_large", None),
+    ("a NaN or Infinity literal", _with_state(b"NaN"), JSON, 422, "number_too_large", None),
+    ("a lone UTF-16 surrogate in a string", _body(threadId="t-\ud800"), JSON, 422, "invalid_string", None),
+    (
+        "more messages than the limit",
+        _body(messages=[_user(n) for n in range(51)]),
+        JSON,
+        422,
+        "too_many_messages",
+        "messages",
+    ),
+    ("more tools than the limit", _body(tools=[_tool(n) for n in range(9)]), JSON, 422, "too_many_tools", "tools"),
+    (
+        "tool definitions larger than the limit",
+        _body(tools=[_tool(0, "x" * 4_000)]),
+        JSON,
+        422,
+        "tools_too_large",
+        "tools",
+    ),
+    ("an id longer than the limit", _body(threadId="t" * 201), JSON, 422, "id_too_long", "threadId"),
 ]
 
 
@@ -134,6 +225,26 @@ def test_declared_oversized_body_is_refused_before_it_is_read(base: str, route: 
     head, _, body = answer.partition("\r\n\r\n")
     assert head.startswith("HTTP/1.1 413"), head
     assert json.loads(body)["code"] == "body_too_large"
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_body_that_trickles_in_is_cut_off(base: str, route: str) -> None:
+    """A client that sends its headers and then a byte now and then holds a connection only until
+    AGUI_BODY_TIMEOUT_S: then 408 ``body_timeout``, and the connection is the server's again."""
+    host, port = base.removeprefix("http://").split(":")
+    body = _body()
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(
+            f"POST {route} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body[:10]
+        )
+        started = time.monotonic()
+        answer = sock.recv(65536).decode()  # blocks until the server answers, well before the socket timeout
+    head, _, rest = answer.partition("\r\n\r\n")
+    assert head.startswith("HTTP/1.1 408"), head
+    assert json.loads(rest)["code"] == "body_timeout"
+    assert time.monotonic() - started < 10
 
 
 # --- refused by the runtime -------------------------------------------------------------------
@@ -368,8 +479,6 @@ IN_FLIGHT_ROWS = frozenset(
 )
 
 
-
-
 def test_every_runtime_answers_every_row() -> None:
     for runtime in RUNTIMES:
         assert set(runtime.known.answers) == set(SCENARIOS), runtime.name
@@ -391,10 +500,11 @@ async def test_refused_by_the_runtime_with_a_stable_code(request: pytest.Fixture
 
 
 def test_every_row_is_in_the_docs() -> None:
-    """docs/errors.md lists every row tested here, with the same codes."""
-    from pathlib import Path
-
+    """docs/errors.md lists every row tested here, with the same codes, and every RUN_ERROR code
+    any route can send."""
     doc = (Path(__file__).parents[1] / "docs" / "errors.md").read_text()
+    codes = set().union(*(pipeline.codes for pipeline in create_app(Settings()).state.pipelines.values()))
+    assert sorted(code for code in codes if f"`{code}`" not in doc) == []
     for row, *_rest in GUARD_ROWS:
         assert f"| {row} |" in doc, row
     for row in SCENARIOS:

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from deploy import boot_check
+from deploy.loopback import free_port
 from deploy.serve import JsonFormatter, ServeConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,14 +50,16 @@ def test_passes_on_the_real_tree() -> None:
     assert report.ok, report.render()
     routes = {line.split()[0] for line in report.passed if line.startswith("/")}
     assert len(routes) >= 2, report.render()
-    assert any("delegation" in line for line in report.passed)
+    assert {"plain message", "delegation", "approval + resume"} <= {
+        line.split(" ", 1)[1].split(":")[0] for line in report.passed if line.startswith("/")
+    }, report.render()
 
 
 def test_fails_when_a_runtime_module_cannot_be_imported(tmp_path: Path) -> None:
     tree = _copy_tree(tmp_path)
     runtime = sorted((tree / "runtimes").glob("*/__init__.py"))[0]
     runtime.write_text(runtime.read_text() + "\nimport boot_check_missing_module  # injected fault\n")
-    port = boot_check.free_port()
+    port = free_port()
 
     report = boot_check.check(PYTHON, tree, port=port, boot_timeout_s=60)
 
@@ -78,23 +81,37 @@ from starlette.routing import Route
 def frame(kind, **fields):
     return "data: " + json.dumps({"type": kind, **fields}) + "\\n\\n"
 
-def run(*middle):
-    return [frame("RUN_STARTED", threadId="t", runId="r"), *middle, frame("RUN_FINISHED", threadId="t", runId="r")]
+def run(*middle, outcome=None):
+    end = {"threadId": "t", "runId": "r", **({"outcome": outcome} if outcome else {})}
+    return [frame("RUN_STARTED", threadId="t", runId="r"), *middle, frame("RUN_FINISHED", **end)]
 
 TEXT = [frame("TEXT_MESSAGE_START", messageId="m", role="assistant"),
         frame("TEXT_MESSAGE_CONTENT", messageId="m", delta="hi"), frame("TEXT_MESSAGE_END", messageId="m")]
-SUBAGENT = [frame("SUBAGENT_STARTED", subagentRunId="s", name="research_specialist")]
+SUBAGENT = [frame("SUBAGENT_STARTED", subagentRunId="s", name="research_specialist"),
+            frame("SUBAGENT_FINISHED", subagentRunId="s")]
+INTERRUPT = {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "approve delete_file"}]}
+
+def sse(events):
+    return StreamingResponse(iter(events), media_type="text/event-stream")
 
 async def good(request):
-    asks_research = "research" in (await request.body()).decode().lower()
-    return StreamingResponse(iter(run(*(SUBAGENT if asks_research else []), *TEXT)), media_type="text/event-stream")
+    body = await request.json()
+    prompt = body["messages"][-1]["content"].lower()
+    if body.get("resume"):
+        return sse(run(*TEXT))
+    if "delete" in prompt:
+        return sse(run(outcome=INTERRUPT))
+    return sse(run(*(SUBAGENT if "research" in prompt else []), *TEXT))
 
 async def quiet(request):
-    return StreamingResponse(iter(run(*TEXT)), media_type="text/event-stream")
+    return sse(run(*TEXT))
+
+async def invalid(request):
+    return sse(run(TEXT[1]))
 
 async def erroring(request):
-    events = [frame("RUN_STARTED", threadId="t", runId="r"), frame("RUN_ERROR", message="model exploded", code="BOOM")]
-    return StreamingResponse(iter(events), media_type="text/event-stream")
+    failed = frame("RUN_ERROR", message="model exploded", code="BOOM")
+    return sse([frame("RUN_STARTED", threadId="t", runId="r"), failed])
 
 async def broken(request):
     return JSONResponse({"detail": "internal error"}, status_code=500)
@@ -107,7 +124,7 @@ async def stuck(request):
             yield ": keepalive\\n\\n"
     return StreamingResponse(trickle(), media_type="text/event-stream")
 
-ROUTES = {"/good/agent": good, "/quiet/agent": quiet, "/erroring/agent": erroring,
+ROUTES = {"/good/agent": good, "/quiet/agent": quiet, "/invalid/agent": invalid, "/erroring/agent": erroring,
           "/broken/agent": broken, "/stuck/agent": stuck}
 
 async def ok(request):
@@ -127,7 +144,7 @@ def test_names_each_failing_route_and_step(tmp_path: Path) -> None:
     (tmp_path / "deploy").mkdir()
     (tmp_path / "deploy" / "__init__.py").write_text("")
     (tmp_path / "deploy" / "serve.py").write_text(textwrap.dedent(FAKE_SERVER))
-    port = boot_check.free_port()
+    port = free_port()
 
     report = boot_check.check(PYTHON, tmp_path, port=port, run_timeout_s=2)
     failures = "\n".join(report.failures)
@@ -135,8 +152,11 @@ def test_names_each_failing_route_and_step(tmp_path: Path) -> None:
     assert not report.ok
     assert "/good/agent" not in failures
     assert "/good/agent plain message: 5 events" in report.passed
+    assert "/good/agent approval + resume: 1 interrupt(s) approved, 2 + 5 events" in report.passed
     assert "/quiet/agent delegation: no SUBAGENT_STARTED" in failures
+    assert "/quiet/agent approval + resume: RUN_FINISHED with outcome 'success', expected 'interrupt'" in failures
     assert "/quiet/agent plain message" not in failures
+    assert "/invalid/agent plain message: verifier: event 1 TEXT_MESSAGE_CONTENT" in failures
     assert "/erroring/agent plain message: RUN_ERROR BOOM: model exploded" in failures
     assert "/broken/agent plain message: HTTP 500" in failures
     assert "/broken/agent delegation: HTTP 500" in failures
@@ -154,22 +174,38 @@ def _dockerfile_instructions() -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
+def _run_commands() -> list[tuple[list[str], list[str]]]:
+    """Each RUN instruction as (its --options, its command words)."""
+    runs = [line.split()[1:] for line in _dockerfile_instructions() if line.startswith("RUN ")]
+    split = [next((i for i, word in enumerate(words) if not word.startswith("--")), len(words)) for words in runs]
+    return [(words[:cut], words[cut:]) for words, cut in zip(runs, split, strict=True)]
+
+
 def test_dockerfile_installs_exactly_like_the_boot_check() -> None:
-    syncs = [
-        tuple(line.split()[3:])
-        for line in _dockerfile_instructions()
-        if line.startswith("RUN uv ") and line.split()[2] == "sync"
-    ]
+    syncs = [tuple(command[2:]) for _, command in _run_commands() if command[:2] == ["uv", "sync"]]
     assert syncs == [step[1:] for step in boot_check.INSTALL_STEPS]
     assert all(step[0] == "sync" for step in boot_check.INSTALL_STEPS)
 
 
 def test_dockerfile_runs_the_runtimes_setup_after_the_install_like_the_boot_check() -> None:
-    runs = [line.split()[1:] for line in _dockerfile_instructions() if line.startswith("RUN ")]
-    setup = [index for index, run in enumerate(runs) if run[1:] == list(boot_check.RUNTIME_SETUP[1:])]
-    last_sync = max(index for index, run in enumerate(runs) if run[:2] == ["uv", "sync"])
-    assert len(setup) == 1 and setup[0] > last_sync, runs
-    assert runs[setup[0]][0] == "/opt/venv/bin/python"  # the installed environment's Python
+    commands = [command for _, command in _run_commands()]
+    setup = [index for index, command in enumerate(commands) if command[1:] == list(boot_check.RUNTIME_SETUP[1:])]
+    last_sync = max(index for index, command in enumerate(commands) if command[:2] == ["uv", "sync"])
+    assert len(setup) == 1 and setup[0] > last_sync, commands
+    assert commands[setup[0]][0] == "/opt/venv/bin/python"  # the installed environment's Python
+
+
+def test_every_download_step_can_trust_an_extra_ca_bundle() -> None:
+    """The build secret ``ca-certificates`` stands in for the bundle pip, uv, apt and npm (the
+    runtimes' set-up) are told to trust."""
+    env = " ".join(line for line in _dockerfile_instructions() if line.startswith("ENV "))
+    bundle = re.search(r"PIP_CERT=(\S+)", env)
+    assert bundle and "UV_SYSTEM_CERTS=1" in env and f"NPM_CONFIG_CAFILE={bundle.group(1)}" in env
+    mount = f"--mount=type=secret,id=ca-certificates,target={bundle.group(1)}"
+    downloaders = ("pip", "uv", "apt-get", "/opt/venv/bin/python")  # the last: the runtimes' set-up (npm ci)
+    downloads = [(options, command) for options, command in _run_commands() if command[0] in downloaders]
+    assert len(downloads) == 1 + 1 + len(boot_check.INSTALL_STEPS) + 1
+    assert all(options == [mount] for options, _ in downloads), downloads
 
 
 def test_dockerfile_entrypoint_is_the_boot_checks() -> None:
@@ -192,7 +228,14 @@ def test_build_context_holds_every_shipped_package_and_no_tests(tmp_path: Path) 
 def test_serve_config_defaults_and_overrides() -> None:
     assert ServeConfig.from_env({}) == ServeConfig()
     config = ServeConfig.from_env(
-        {"HOST": "0.0.0.0", "PORT": "9000", "WEB_CONCURRENCY": "2", "LOG_FORMAT": "JSON", "LOG_LEVEL": "Warning"}
+        {
+            "HOST": "0.0.0.0",
+            "PORT": "9000",
+            "AGUI_WORKERS": "2",
+            "AGUI_STATE_URL": "redis://127.0.0.1:6379/0",
+            "LOG_FORMAT": "JSON",
+            "LOG_LEVEL": "Warning",
+        }
     )
     assert (config.host, config.port, config.workers, config.log_format, config.log_level) == (
         "0.0.0.0",
@@ -208,7 +251,8 @@ def test_serve_config_defaults_and_overrides() -> None:
     [
         ({"PORT": "http"}, "PORT='http' is not an integer"),
         ({"PORT": "70000"}, "PORT=70000 must be at most 65535"),
-        ({"WEB_CONCURRENCY": "0"}, "WEB_CONCURRENCY=0 must be at least 1"),
+        ({"AGUI_WORKERS": "0"}, "AGUI_WORKERS=0 must be at least 1"),
+        ({"AGUI_WORKERS": "2"}, "AGUI_WORKERS=2 needs AGUI_STATE_URL"),
         ({"LOG_FORMAT": "xml"}, "LOG_FORMAT='xml' is not one of plain, json"),
         ({"LOG_LEVEL": "loud"}, "LOG_LEVEL='loud' is not one of"),
     ],

@@ -44,8 +44,15 @@ def gated() -> Iterator[str]:
 
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("GET", "/"), ("GET", "/docs"), ("GET", "/openapi.json"), ("GET", "/no-such-route"),
-     *(("POST", route) for route in ROUTES), ("OPTIONS", ROUTES[0]), ("GET", ROUTES[0])],
+    [
+        ("GET", "/"),
+        ("GET", "/docs"),
+        ("GET", "/openapi.json"),
+        ("GET", "/no-such-route"),
+        *(("POST", route) for route in ROUTES),
+        ("OPTIONS", ROUTES[0]),
+        ("GET", ROUTES[0]),
+    ],
 )
 @pytest.mark.parametrize(
     "authorization",
@@ -66,8 +73,9 @@ def test_ok_needs_no_token_and_the_right_token_opens_everything(gated: str) -> N
     for scheme in ("Bearer", "bearer", "BEARER"):  # the scheme is case-insensitive
         assert httpx.get(f"{gated}/", headers={"authorization": f"{scheme} {TOKEN}"}, timeout=10).status_code == 200
     for route in ROUTES:  # with the token, bad input is the guard's business again
-        refused = httpx.post(f"{gated}{route}", headers={**AUTH, "content-type": "application/json"},
-                             content=b"{not json", timeout=10)
+        refused = httpx.post(
+            f"{gated}{route}", headers={**AUTH, "content-type": "application/json"}, content=b"{not json", timeout=10
+        )
         assert refused.status_code == 400 and refused.json()["code"] == "invalid_json"
 
 
@@ -95,8 +103,11 @@ def test_the_token_is_compared_in_constant_time(gated: str, monkeypatch: pytest.
 
 
 def preflight(base: str, origin: str) -> httpx.Response:
-    headers = {"origin": origin, "access-control-request-method": "POST",
-               "access-control-request-headers": "authorization,content-type"}
+    headers = {
+        "origin": origin,
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization,content-type",
+    }
     return httpx.options(f"{base}{ROUTES[0]}", headers=headers, timeout=10)
 
 
@@ -110,8 +121,9 @@ def test_cors_allows_the_configured_origin_with_credentials_and_nothing_else(gat
     assert other.status_code == 400 and "access-control-allow-origin" not in other.headers
     # The real responses carry the header too, so a browser may read the stream and a 401.
     for headers in (AUTH, {}):
-        response = httpx.post(f"{gated}{ROUTES[-1]}", json=run_input("hi"), headers={**headers, "origin": ORIGIN},
-                              timeout=30)
+        response = httpx.post(
+            f"{gated}{ROUTES[-1]}", json=run_input("hi"), headers={**headers, "origin": ORIGIN}, timeout=30
+        )
         assert response.headers["access-control-allow-origin"] == ORIGIN, response.status_code
 
 
@@ -146,13 +158,12 @@ def test_keepalive_comments_fill_silences_and_stop_at_the_terminal_event(slow: s
     assert verify_events(run.events) == [] and run.terminal["type"] == "RUN_FINISHED"
     frames = [frame for frame in run.raw.replace(b"\r\n", b"\n").split(b"\n\n") if frame.strip()]
     assert frames.count(b": keepalive") >= 3
-    assert frames[-1].startswith(b"data:") and b'"RUN_FINISHED"' in frames[-1], "nothing after the terminal event"
+    assert b"\ndata:" in frames[-1] and b'"RUN_FINISHED"' in frames[-1], "nothing after the terminal event"
 
 
 @pytest.mark.parametrize("route", ROUTES)
 def test_json_answers_on_a_stream_route_carry_no_keepalive(slow: str, route: str) -> None:
-    response = httpx.post(f"{slow}{route}", content=b"[1]", headers={"content-type": "application/json"},
-                          timeout=10)
+    response = httpx.post(f"{slow}{route}", content=b"[1]", headers={"content-type": "application/json"}, timeout=10)
     assert response.status_code == 422 and response.json()["code"] == "not_an_object"
 
 

@@ -22,6 +22,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -183,3 +184,41 @@ def test_disconnect_while_the_model_endpoint_hangs_cancels_the_model_call() -> N
                 assert len(left) <= idle, f"{route}: {len(left) - idle} task(s) still waiting on the model: {left}"
                 assert not_running(hung, route, body["threadId"])
                 print(f"{route} hung model: tasks back to idle {waited:.2f} s after close")
+
+
+def model_connections(port: int) -> int:
+    """Established TCP connections to ``port`` on this machine (client ends and server ends)."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local, remote, state = fields[1], fields[2], fields[3]
+            if state == "01" and port in (int(local.rsplit(":", 1)[1], 16), int(remote.rsplit(":", 1)[1], 16)):
+                count += 1
+    return count
+
+
+def test_every_model_connection_is_closed_when_its_client_leaves() -> None:
+    """Twenty clients leave while the model is mid-answer (it stalls after two chunks): no connection
+    to the model endpoint may be left open, on any route."""
+    with fake_openai_server() as endpoint:
+        port = int(endpoint.rsplit(":", 1)[1].split("/")[0])
+        settings = real_model_settings(endpoint, "fake-stall", agui_model_timeout_s=60)
+        with serve(settings) as server:
+            idle = len(server.tasks())
+            for route in ROUTES:
+                for _ in range(20):
+                    asked = fake_openai.received["fake-stall"]
+
+                    async def leave_mid_answer(route: str = route, asked: int = asked) -> None:
+                        async with open_stream(server.base, route, run_input("Hello there!")) as events:
+                            await anext(events)
+                            while fake_openai.received["fake-stall"] == asked:
+                                await asyncio.sleep(0.01)
+
+                    asyncio.run(asyncio.wait_for(leave_mid_answer(), timeout=30))
+                server.settle(idle, within_s=STOP_WITHIN_S)
+                deadline = time.monotonic() + STOP_WITHIN_S
+                while model_connections(port) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                assert model_connections(port) == 0, f"{route}: connections to the model endpoint left open"

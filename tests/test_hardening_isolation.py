@@ -48,7 +48,8 @@ ID_FIELDS = ("messageId", "toolCallId", "subagentRunId", "parentToolCallId")
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
     # Paced so that each run lasts long enough for the fifty to overlap, even on a busy machine.
-    settings = Settings(agui_script_delay_ms=40, agui_thread_cache_size=CACHE_SIZE)
+    # Replay logs kept 1 s: once they expire, nothing of a run may remain.
+    settings = Settings(agui_script_delay_ms=40, agui_thread_cache_size=CACHE_SIZE, agui_replay_s=1)
     with serve(settings) as running:
         yield running
 

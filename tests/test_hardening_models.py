@@ -45,18 +45,20 @@ CASES = [
     Case("HTTP 500", "fake-500", "MODEL_ERROR"),
     Case("drops the connection mid-stream", "fake-drop", "MODEL_ERROR"),
     Case("sends an error inside the stream", "fake-inband-error", "MODEL_ERROR"),
+    Case("answers garbage", "fake-garbage", "MODEL_ERROR"),
+    Case("keeps calling tools", "fake-loop", "TOO_MANY_MODEL_CALLS", "What's the weather in Oslo?", within_s=20),
     Case("wrong key", "scripted", "MODEL_AUTH_ERROR", overrides=(("openai_api_key", "wrong-key"),)),
     Case("no key", "scripted", "MODEL_AUTH_ERROR", overrides=(("openai_api_key", None),)),
     Case("unreachable endpoint", "scripted", "MODEL_UNREACHABLE", overrides=(("openai_base_url", "UNREACHABLE"),)),
     Case("specialist never answers", "fake-specialist-hang", "MODEL_TIMEOUT", "Research Lisbon", specialist=True),
     Case("specialist gets HTTP 500", "fake-specialist-500", "MODEL_ERROR", "Research Lisbon", specialist=True),
+    Case("specialist gets garbage", "fake-specialist-garbage", "MODEL_ERROR", "Research Lisbon", specialist=True),
 ]
 
 
 def settings_for(endpoint: str, case: Case) -> Settings:
     overrides = {
-        key: f"http://127.0.0.1:{free_port()}/v1" if value == "UNREACHABLE" else value
-        for key, value in case.overrides
+        key: f"http://127.0.0.1:{free_port()}/v1" if value == "UNREACHABLE" else value for key, value in case.overrides
     }
     # keepalive comments must not keep a failed run's stream open
     return real_model_settings(endpoint, case.model, agui_model_timeout_s=TIMEOUT_S, agui_keepalive_s=0.2, **overrides)

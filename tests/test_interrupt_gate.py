@@ -20,6 +20,7 @@ from ag_ui.core import (
 )
 
 from runtimes.interrupts import APPROVAL_SCHEMA, InterruptGate
+from store import MemoryStore
 from verifier.client import run_input
 
 THREAD = "t1"
@@ -57,7 +58,7 @@ def refused(events: list[dict]) -> str | None:
 @pytest.fixture
 def paused() -> tuple[InterruptGate, list[str]]:
     """A gate whose thread waits on two interrupts, a and b."""
-    gate, ran = InterruptGate(max_threads=8), []
+    gate, ran = InterruptGate(MemoryStore(), "test"), []
     events = play(gate, request(), ran, interrupts=("a", "b"))
     assert events[-1]["outcome"]["type"] == "interrupt"
     return gate, ran
@@ -101,27 +102,29 @@ def test_cancelled_answers_need_no_payload(paused: tuple[InterruptGate, list[str
     assert refused(play(gate, request(resume=answer("a", "b", approved=None, status="cancelled")), ran)) is None
 
 
-def test_a_second_run_while_one_is_in_flight_is_busy() -> None:
-    gate = InterruptGate(max_threads=8)
-    first = request()
-    gate.admit(first)
-    assert gate.held_threads().running == {THREAD}
-    assert refused(play(gate, request(), [])) == "THREAD_BUSY"
-
-
 def test_an_empty_resume_with_nothing_open_is_an_ordinary_run() -> None:
-    gate, ran = InterruptGate(max_threads=8), []
+    gate, ran = InterruptGate(MemoryStore(), "test"), []
     assert refused(play(gate, request(resume=[]), ran)) is None and len(ran) == 1
 
 
-def test_threads_waiting_for_an_answer_go_last_and_are_remembered_as_expired() -> None:
-    gate, ran = InterruptGate(max_threads=2), []
+def test_a_thread_with_nothing_to_remember_leaves_no_record_and_a_forgotten_one_is_gone() -> None:
+    store = MemoryStore()
+    gate, ran = InterruptGate(store, "test"), []
     play(gate, RunAgentInput.model_validate(run_input("hi", thread_id="waiting")), ran, interrupts=("w",))
-    for thread in ("idle-1", "idle-2", "idle-3"):
-        play(gate, RunAgentInput.model_validate(run_input("hi", thread_id=thread)), ran)
-    assert "waiting" in gate.held_threads().paused, "idle threads went first"
-    for thread in ("p2", "p3"):
-        play(gate, RunAgentInput.model_validate(run_input("hi", thread_id=thread)), ran, interrupts=(thread,))
-    assert "waiting" not in gate.held_threads().paused
+    play(gate, RunAgentInput.model_validate(run_input("hi", thread_id="idle")), ran)
+    assert asyncio.run(store.get("agui:gate:test:idle")) is None
+    assert gate.held_threads().paused == {"waiting"}
+    asyncio.run(gate.forget("waiting"))
+    assert gate.held_threads().paused == frozenset()
     late = RunAgentInput.model_validate(run_input(thread_id="waiting", resume=answer("w")))
-    assert refused(play(gate, late, ran)) == "INTERRUPT_EXPIRED"
+    assert refused(play(gate, late, ran)) == "UNKNOWN_INTERRUPT_ID"
+
+
+def test_two_gates_on_one_store_see_the_same_threads() -> None:
+    """What lets any replica take the resume: the record is the store's, not the gate's."""
+    store = MemoryStore()
+    asking, answering, ran = InterruptGate(store, "test"), InterruptGate(store, "test"), []
+    play(asking, request(), ran, interrupts=("a",))
+    assert refused(play(answering, request(resume=answer("b")), ran)) == "UNKNOWN_INTERRUPT_ID"
+    assert refused(play(answering, request(resume=answer("a")), ran)) is None and len(ran) == 2
+    assert [e["type"] for e in play(asking, request(resume=answer("a")), ran)] == ["RUN_STARTED", "RUN_FINISHED"]

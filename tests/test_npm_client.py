@@ -82,6 +82,7 @@ def test_client_sends_resume_at_top_level(corpus_reports: dict[str, dict]) -> No
 
 # -- live routes ---------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
     from tests.wire import live_server  # imports the app: only the live tests need it

@@ -37,6 +37,7 @@ from app.pipeline import RoutePipeline
 from emitters.core import current_run, subagent_events_enabled, subagent_run_id_for
 from runtimes.base import HeldThreads, InterruptOwner, Known, Runtime
 from runtimes.model_errors import ModelError
+from store import MemoryStore
 from verifier import parse_sse, verify_events, verify_thread
 from verifier.client import run_input
 
@@ -63,13 +64,16 @@ class FakeBridge:
     def held_threads(self) -> HeldThreads:
         return HeldThreads()
 
+    async def forget(self, thread_id: str) -> None:
+        pass
+
 
 def pipeline(*, enabled: bool = True, **bridge: object) -> RoutePipeline:
     fake = FakeBridge(**bridge)
     runtime = Runtime(
-        name="test", title="Test", bridge_package="ag-ui-protocol", build=lambda settings: fake, known=Known({})
+        name="test", title="Test", bridge_package="ag-ui-protocol", build=lambda settings, store: fake, known=Known({})
     )
-    return RoutePipeline(runtime, fake, Settings(agui_subagent_events=enabled))
+    return RoutePipeline(runtime, fake, Settings(agui_subagent_events=enabled), MemoryStore())
 
 
 def request(run_id: str = RUN) -> RunAgentInput:
@@ -82,14 +86,14 @@ async def collect(
     """What a client decodes from one run of ``events`` through ``route`` (a new pipeline by default)."""
     route = route or pipeline(**options)
     route.bridge.events = events
-    return parse_sse(b"".join([frame async for frame in route.stream(request(run_id))]))
+    return parse_sse(b"".join([frame async for _, frame in route.open(request(run_id)).frames]))
 
 
 async def stream(events: AsyncIterator[BaseEvent], route: RoutePipeline | None = None) -> AsyncIterator[dict]:
     """The same, decoded frame by frame as it arrives."""
     route = route or pipeline()
     route.bridge.events = events
-    async for frame in route.stream(request()):
+    async for _, frame in route.open(request()).frames:
         for event in parse_sse(frame):
             yield event
 
@@ -411,8 +415,13 @@ async def test_cancelled_consumer_cancels_the_pending_bridge_step() -> None:
 
 @pytest.mark.parametrize(
     ("props", "default", "expected"),
-    [({}, True, True), ({"subagentEvents": False}, True, False), ({"subagentEvents": "on"}, False, True),
-     (None, False, False), ({"subagentEvents": "maybe"}, True, True)],
+    [
+        ({}, True, True),
+        ({"subagentEvents": False}, True, False),
+        ({"subagentEvents": "on"}, False, True),
+        (None, False, False),
+        ({"subagentEvents": "maybe"}, True, True),
+    ],
 )
 def test_per_request_override(props: object, default: bool, expected: bool) -> None:
     assert subagent_events_enabled(props, default) is expected

@@ -4,7 +4,6 @@ interrupt owner, the scripted model's reading of a conversation, and a failing s
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -19,9 +18,10 @@ from runtimes.strands import runtime
 from runtimes.strands.cache import ThreadAgentCache
 from runtimes.strands.model import turn_from_messages
 from runtimes.strands.state import complete_snapshots
-from tests.wire import arun, live_server, post_run, run_input, serve
-from verifier import parse_sse, verify_events, verify_thread
-from verifier.client import history_after, resume
+from store import MemoryStore
+from tests.wire import live_server, post_run, run_input
+from verifier import parse_sse, verify_events
+from verifier.client import resume
 
 ROUTE = runtime.route
 
@@ -45,36 +45,17 @@ def test_cache_never_drops_a_pinned_thread() -> None:
     assert list(cache) == ["a", "c"]  # over size only by the pinned thread
 
 
-def test_the_thread_cache_drops_idle_threads_before_paused_ones_and_stays_bounded() -> None:
-    paused = {"p1", "p2", "p3"}
-    running: set[str] = set()
-    cache = ThreadAgentCache(
-        2, pinned=lambda thread, agent: thread in running, held=lambda thread, agent: thread in paused
-    )
-    for thread in ("p1", "idle", "p2"):
-        running.add(thread)
-        cache[thread] = thread.upper()
-        running.discard(thread)
-        cache.trim()
-    assert list(cache) == ["p1", "p2"], "the idle thread goes first, however recent"
-    running.add("p3")
-    cache["p3"] = "P3"
-    assert list(cache) == ["p1", "p2", "p3"], "a paused thread is not dropped for one about to run"
-    running.discard("p3")
-    cache.trim()
-    assert list(cache) == ["p2", "p3"], "once nothing idle is left, the least recently used paused thread goes"
-
-
 async def _drain(pipeline: RoutePipeline, thread_id: str, message: str | None = None, **body: object) -> list[dict]:
     """One run through the route's pipeline (no HTTP), as the events a client decodes."""
     messages = [{"id": f"m-{thread_id}", "role": "user", "content": message}] if message else []
     data = RunAgentInput.model_validate(run_input(thread_id=thread_id, messages=messages, **body))
-    return parse_sse(b"".join([frame async for frame in pipeline.stream(data)]))
+    return parse_sse(b"".join([frame async for _, frame in pipeline.open(data).frames]))
 
 
 async def test_the_bridge_keeps_a_thread_waiting_for_approval_and_forgets_idle_ones() -> None:
     settings = Settings(agui_thread_cache_size=2, agui_script_delay_ms=0)
-    pipeline = RoutePipeline(runtime, runtime.build(settings), settings)
+    store = MemoryStore()
+    pipeline = RoutePipeline(runtime, runtime.build(settings, store), settings, store)
     agent = pipeline.bridge._agent
     parked = await _drain(pipeline, "parked", "delete notes.txt")
     (interrupt,) = parked[-1]["outcome"]["interrupts"]
@@ -88,40 +69,6 @@ async def test_the_bridge_keeps_a_thread_waiting_for_approval_and_forgets_idle_o
         await _drain(pipeline, thread, "Hello")
     assert pipeline.bridge.held_threads().cached == {"e", "f"}  # answered, the thread is an ordinary one again
     assert "parked" not in agent._last_resume_fingerprint  # and its bridge bookkeeping went with it
-
-
-def test_unanswered_approvals_cannot_grow_the_thread_cache() -> None:
-    """Approvals nobody answers are dropped, oldest first, once no idle thread is left to drop; a
-    resume of a dropped one gets the bridge's RUN_ERROR, the newest still works."""
-    with serve(Settings(agui_script_delay_ms=1, agui_thread_cache_size=2)) as small:
-
-        def interrupted(message: str) -> tuple[dict, list[dict]]:
-            body = run_input(message)
-            run = asyncio.run(arun(small.base, ROUTE, body))
-            assert verify_events(run.events) == [] and run.interrupts(), run.types()
-            return body, run.events
-
-        def approve(body: dict, first: list[dict]) -> list[dict]:
-            answer = run_input(
-                thread_id=body["threadId"],
-                messages=history_after(body, first),
-                resume=resume(first[-1]["outcome"]["interrupts"], payload={"approved": True}),
-            )
-            events = asyncio.run(arun(small.base, ROUTE, answer)).events
-            assert verify_thread([first, events]) == []
-            return events
-
-        threads = [interrupted(f"delete file{n}.txt") for n in range(3)]
-        asyncio.run(arun(small.base, ROUTE, run_input("Hello")))  # an idle thread in between
-        held = small.on_loop(lambda: small.pipeline(ROUTE).bridge.held_threads())
-        assert len(held.cached) == 2 and len(held.paused) <= 2
-        (oldest_body, oldest), _, (newest_body, newest) = threads
-        assert oldest_body["threadId"] not in held.cached
-        dropped = approve(oldest_body, oldest)
-        assert [e["type"] for e in dropped] == ["RUN_STARTED", "RUN_ERROR"]
-        assert dropped[-1]["code"] == "UNKNOWN_INTERRUPT_ID"
-        kept = approve(newest_body, newest)
-        assert "Done: Deleted file2.txt." in "".join(e["delta"] for e in kept if e["type"] == "TEXT_MESSAGE_CONTENT")
 
 
 # --- state ----------------------------------------------------------------------------------
@@ -140,9 +87,7 @@ async def test_every_snapshot_is_a_merge_into_the_state_so_far() -> None:
         StateSnapshotEvent(snapshot={"keep": 1, "recipe": {"title": "Soup"}}),
     )
     run_input_ = RunAgentInput.model_validate(run_input("hi"))
-    snapshots = [
-        e.snapshot async for e in complete_snapshots(bridge, run_input_) if e.type == EventType.STATE_SNAPSHOT
-    ]
+    snapshots = [e.snapshot async for e in complete_snapshots(bridge, run_input_) if e.type == EventType.STATE_SNAPSHOT]
     assert snapshots == [{"keep": 1, "recipe": None}] + [{"keep": 1, "recipe": {"title": "Soup"}}] * 2
 
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from runtimes.base import FINISHED, Bridge, Gap, Known, Runtime
 from runtimes.config import RuntimeSettings
+from store import Store
 
 
-def _build(settings: RuntimeSettings) -> Bridge:
+def _build(settings: RuntimeSettings, store: Store) -> Bridge:
     from runtimes.msaf.bridge import MsafBridge
 
     return MsafBridge(settings)
@@ -43,11 +44,10 @@ runtime = Runtime(
             "resume with an empty list while an approval is pending": ("APPROVAL_RESUME_INVALID",),
             "resume naming the same interrupt twice": ("APPROVAL_RESUME_INVALID",),
             "new user input while an approval is pending": ("APPROVAL_RESUME_REQUIRED",),
-            # stateless per request: both runs complete, each with only its own content
-            "a second run on a thread while its first run is in flight": (FINISHED,),
-            # the bridge settles each approval once: a replay of the stored result once the tool has
-            # run, APPROVAL_RESUME_INVALID while it is still running; never a second execution
-            "the same resume sent twice at once": (FINISHED, "APPROVAL_RESUME_INVALID"),
+            "a second run on a thread while its first run is in flight": ("THREAD_BUSY",),
+            # THREAD_BUSY while the first runs; once it has finished, the bridge replays the stored
+            # result; never a second execution
+            "the same resume sent twice at once": ("THREAD_BUSY", FINISHED),
         },
         gaps=(
             Gap(
@@ -76,7 +76,7 @@ runtime = Runtime(
             "the bridge alone answers an all-cancelled resume with RUN_STARTED, RUN_FINISHED and nothing else.",
             "Every run opens with a PredictState CUSTOM event and a STATE_SNAPSHOT of the state schema's "
             "defaults (`document`, `recipe`); the bridge omits `outcome` on a successful RUN_FINISHED "
-            "(legacy success), so the route adds `{type: \"success\"}` as Strands sends it.",
+            '(legacy success), so the route adds `{type: "success"}` as Strands sends it.',
             "agent-framework-ag-ui 1.7.0 shows the model the client's state as a user message inserted before "
             "the request's last user message; on an approved resume that message lands between the assistant's "
             "tool call and its result, a conversation OpenAI and other strict servers refuse (HTTP 400). "

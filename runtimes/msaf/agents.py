@@ -6,15 +6,25 @@ bridge gives each request its own session, history and state), which keeps threa
 
 from __future__ import annotations
 
-from agent_framework import Agent
+from collections.abc import Awaitable, Callable
+
+from agent_framework import Agent, ChatContext, ChatMiddleware
 
 from emitters.msaf import DelegationMiddleware, forward_specialist_update
-from runtimes import script
+from runtimes import budget, script
 from runtimes.config import RuntimeSettings
 from runtimes.msaf.conversation import StateContextPlacement
 from runtimes.msaf.model import chat_client
 from runtimes.msaf.specialists import SpecialistFailures, failure_code, observing
 from runtimes.msaf.tools import PARENT_TOOLS, SPECIALIST_TOOLS
+
+
+class CountedModelCalls(ChatMiddleware):
+    """Every model call counts against its run's budget (``runtimes.budget``); the one past it fails."""
+
+    async def process(self, context: ChatContext, call_next: Callable[[], Awaitable[None]]) -> None:
+        budget.spend()
+        await call_next()
 
 
 def build_specialist(settings: RuntimeSettings) -> Agent:
@@ -24,6 +34,7 @@ def build_specialist(settings: RuntimeSettings) -> Agent:
         description="Researches one topic with lookup_fact and reports a short finding.",
         instructions=script.SPECIALIST_INSTRUCTIONS,
         tools=list(SPECIALIST_TOOLS),
+        middleware=[CountedModelCalls()],
     )
 
 
@@ -45,6 +56,7 @@ def build_assistant(settings: RuntimeSettings) -> Agent:
         # Outermost first: the failure policy sees a specialist's failure after the emitter has
         # closed its subagent (runtimes/msaf/specialists.py).
         middleware=[
+            CountedModelCalls(),
             StateContextPlacement(),
             SpecialistFailures({script.RESEARCH_SPECIALIST}),
             DelegationMiddleware({script.RESEARCH_SPECIALIST}, failure_code=failure_code),

@@ -19,7 +19,11 @@ from runtimes.msaf.bridge import DEFAULT_STATE, runner
 def bare_app() -> FastAPI:
     app = FastAPI()
     add_agent_framework_fastapi_endpoint(
-        app, runner(RuntimeSettings()), runtime.route, default_state=DEFAULT_STATE, single_user=True,
+        app,
+        runner(RuntimeSettings()),
+        runtime.route,
+        default_state=DEFAULT_STATE,
+        single_user=True,
         keepalive_seconds=None,
     )
     return app

@@ -10,6 +10,12 @@ and is used unchanged. The route adds, as its own stages (``runtimes.base.Stage`
 Model failures escape the runner as exceptions; ``describe_error`` names them (``errors``), and the
 pipeline's error boundary puts that code on the RUN_ERROR. The delegation dialect
 (``emitters.msaf``) is wired into the agents (``agents``).
+
+Private state of agent-framework-ag-ui 1.7.0 used here, because the runner offers no other way:
+its approval store (``_approval_state_store``, hard-wired to 10,000 entries kept a day, which a
+flood filled for everyone; replaced by one sized for the app's approval ledger) and that store's
+thread keys and lifecycle (to drop a waiting thread the ledger evicts). Construction fails at once
+if they are gone (``_require_private``).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import Any
 
 from ag_ui.core import BaseEvent, EventType, RunAgentInput, RunFinishedSuccessOutcome
 from agent_framework_ag_ui import AgentFrameworkAgent, AGUIRequest
+from agent_framework_ag_ui._approval_state import InMemoryAGUIApprovalStateStore, approval_state_thread_id
 
 from runtimes import script
 from runtimes.base import HeldThreads, Stage
@@ -35,6 +42,7 @@ STATE_SCHEMA: dict[str, dict[str, Any]] = {
     "document": {"type": "string", "description": "The document write_document is writing."},
 }
 PREDICT_STATE_CONFIG = {"document": {"tool": script.WRITE_DOCUMENT, "tool_argument": "document"}}
+APPROVAL_STORE_ENTRIES = 50_000
 DEFAULT_STATE: dict[str, Any] = {"document": ""}
 """Real defaults: ``state_schema`` alone fills a string key with ``{}``, and the predictive
 STATE_DELTA ``replace /document`` is only valid JSON Patch when the key already exists."""
@@ -57,6 +65,13 @@ class MsafBridge:
 
     def __init__(self, settings: RuntimeSettings) -> None:
         self._runner = runner(settings)
+        if not isinstance(getattr(self._runner, "_approval_state_store", None), InMemoryAGUIApprovalStateStore):
+            raise RuntimeError("agent-framework-ag-ui changed: AgentFrameworkAgent has no _approval_state_store")
+        # Room for every approval the ledger may park, and for settled ones (kept 5 minutes against
+        # a duplicate execution): the upstream store refuses every new approval once it is full.
+        self._runner._approval_state_store = InMemoryAGUIApprovalStateStore(
+            max_entries=APPROVAL_STORE_ENTRIES, terminal_retention_seconds=300
+        )
         self._pending = PendingApprovals()
         self.stages: tuple[Stage, ...] = (with_success_outcome, self._complete_cancelled_approvals)
 
@@ -68,6 +83,16 @@ class MsafBridge:
 
     def held_threads(self) -> HeldThreads:
         return HeldThreads(paused=frozenset(self._pending.threads()))
+
+    async def forget(self, thread_id: str) -> None:
+        """Expire the thread's pending approvals in the runner's store (the app's ledger asks)."""
+        store = self._runner._approval_state_store
+        key = approval_state_thread_id(scope=None, thread_id=thread_id)  # unscoped: the route runs single-user
+        pending = store.lifecycle.pending_interrupt_ids(thread_id=key)
+        if pending:
+            store.lifecycle.expire_batch(thread_id=key, interrupt_ids=sorted(pending))
+        store.delete_tool_approval_state(key)
+        self._pending.put(thread_id, {})
 
     def _complete_cancelled_approvals(
         self, events: AsyncIterator[BaseEvent], run_input: RunAgentInput

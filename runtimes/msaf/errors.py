@@ -11,6 +11,7 @@ for its code.
 from __future__ import annotations
 
 from agent_framework.exceptions import ChatClientException
+from agent_framework_ag_ui._approval_lifecycle import ApprovalCapacityError
 
 from runtimes import model_errors
 from runtimes.model_errors import ModelError, causes
@@ -22,6 +23,8 @@ def describe(exc: BaseException) -> ModelError | None:
     if named is not None:
         return named
     chain = causes(exc)
+    if any(isinstance(error, ApprovalCapacityError) for error in chain):  # the runner's store is full
+        return ModelError("APPROVAL_CAPACITY", "The server holds as many waiting approvals as it may; try again later.")
     if any(isinstance(error, ChatClientException) for error in chain):
         return ModelError("MODEL_ERROR", f"The model call failed: {chain[-1]}")
     return None

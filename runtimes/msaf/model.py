@@ -35,6 +35,7 @@ from runtimes.script import CallTools, Reply, Step, Turn, chunk_json
 
 ScriptStep = Callable[[Turn], Step]
 
+
 def turn_from_messages(messages: Sequence[Message], tools: Sequence[Any] = ()) -> Turn:
     """The script's view of a conversation: the latest user request and the results since."""
     user_text = ""

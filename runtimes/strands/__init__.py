@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from runtimes.base import FINISHED, Bridge, Known, Runtime
 from runtimes.config import RuntimeSettings
+from store import Store
 
 
-def _build(settings: RuntimeSettings) -> Bridge:
+def _build(settings: RuntimeSettings, store: Store) -> Bridge:
     from runtimes.strands.bridge import StrandsBridge
 
     return StrandsBridge(settings)

@@ -6,8 +6,8 @@ applies to its stream:
 
 * ``complete_snapshots`` (``state``): every STATE_SNAPSHOT carries the whole state, not only the
   keys one tool hook returned;
-* ``name_model_errors`` (``errors``): a failed model call's RUN_ERROR gets a ``MODEL_*`` code
-  instead of the bridge's ``STRANDS_FORCE_STOP``;
+* ``name_model_errors`` (``runtimes.model_errors``; ``errors`` says why): a failed model call's
+  RUN_ERROR gets a ``MODEL_*`` code instead of the bridge's ``STRANDS_FORCE_STOP``;
 * ``_trim_after``: the bounded per-thread agent cache (``cache``) comes back to its size when a run
   ends (under load every thread is pinned by its run while it runs);
 * ``close_abandoned_specialists`` (``agents``): a cancelled run's specialist streams are closed,
@@ -35,11 +35,11 @@ from ag_ui_strands import PredictStateMapping, StrandsAgent, StrandsAgentConfig,
 from ag_ui_strands.config import ToolCallContext, ToolResultContext
 
 from emitters import strands as dialect
+from runtimes import model_errors
 from runtimes.base import HeldThreads, Stage
 from runtimes.config import RuntimeSettings
 from runtimes.model_errors import ModelError, describe
 from runtimes.script import DELETE_FILE, RESEARCH_SPECIALIST, UPDATE_RECIPE, WRITE_DOCUMENT
-from runtimes.strands import errors
 from runtimes.strands.agents import APPROVAL, SUBAGENT_DESCRIPTION, close_abandoned_specialists, parent_template
 from runtimes.strands.cache import ThreadAgentCache
 from runtimes.strands.model import models_for
@@ -65,7 +65,7 @@ class StrandsBridge:
         silence_detached_context_noise()
         parent_model, specialist_model = models_for(settings)
         self._thread_cache = ThreadAgentCache(
-            settings.agui_thread_cache_size, pinned=self._is_running, held=self._is_paused, on_evict=self._forget
+            settings.agui_thread_cache_size, pinned=self._is_running_or_paused, on_evict=self._forget_bookkeeping
         )
         self._agent = StrandsAgent(
             parent_template(parent_model, specialist_model),
@@ -74,16 +74,17 @@ class StrandsBridge:
             config=StrandsAgentConfig(tool_behaviors=tool_behaviors()),
             hooks=[
                 dialect.SpecialistOutcomeHook(
-                    frozenset({RESEARCH_SPECIALIST}), failure_code=errors.recorded_failure_code
+                    frozenset({RESEARCH_SPECIALIST}), failure_code=lambda: getattr(model_errors.failure(), "code", None)
                 )
             ],
             agents_by_thread=self._thread_cache,
         )
         _require_private(self._agent, (_ACTIVE_RUNS, *_PER_THREAD_BOOKKEEPING))
+        self._forget_when_done: set[str] = set()
         self.stages: tuple[Stage, ...] = (
             close_abandoned_specialists,
             complete_snapshots,
-            errors.name_model_errors,
+            model_errors.name_model_errors,
             self._trim_after,
         )
 
@@ -101,24 +102,33 @@ class StrandsBridge:
         )
 
     async def _trim_after(self, events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
-        """Pass the run through; when it ends, bring the thread cache back to its size."""
+        """Pass the run through; when it ends, drop its thread if the ledger asked to while it ran,
+        and bring the thread cache back to its size."""
         try:
             async with aclosing(events):
                 async for event in events:
                     yield event
         finally:
+            if run_input.thread_id in self._forget_when_done:
+                self._forget_when_done.discard(run_input.thread_id)
+                await self.forget(run_input.thread_id)
             self._thread_cache.trim()
 
-    def _is_running(self, thread_id: str, agent: Any) -> bool:
-        """A thread with a run in flight must keep its agent."""
-        return thread_id in getattr(self._agent, _ACTIVE_RUNS)
+    async def forget(self, thread_id: str) -> None:
+        """Drop the thread's agent, and with it its paused approval (the app's ledger asks): now,
+        or when its run ends if one is in flight."""
+        if thread_id in getattr(self._agent, _ACTIVE_RUNS):
+            self._forget_when_done.add(thread_id)
+            return
+        self._thread_cache.pop(thread_id, None)
+        self._forget_bookkeeping(thread_id)
 
-    def _is_paused(self, thread_id: str, agent: Any) -> bool:
-        """A thread with an approval pending keeps its agent as long as an idle thread can go instead."""
+    def _is_running_or_paused(self, thread_id: str, agent: Any) -> bool:
+        """A thread with a run in flight or an approval waiting keeps its agent."""
         interrupt_state = getattr(agent, "_interrupt_state", None)
-        return bool(getattr(interrupt_state, "activated", False))
+        return thread_id in getattr(self._agent, _ACTIVE_RUNS) or bool(getattr(interrupt_state, "activated", False))
 
-    def _forget(self, thread_id: str) -> None:
+    def _forget_bookkeeping(self, thread_id: str) -> None:
         for name in _PER_THREAD_BOOKKEEPING:
             getattr(self._agent, name).pop(thread_id, None)
 

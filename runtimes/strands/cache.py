@@ -2,16 +2,12 @@
 
 The bridge builds one Strands agent per ``threadId`` and keeps it in a plain dict forever. It
 accepts any mapping as ``agents_by_thread``; this one keeps the most recently used threads and
-drops the least recently used beyond ``max_size``, with two exceptions:
-
-* threads ``pinned`` says must stay (a run in flight: dropping its agent would fail the run) are
-  never dropped. They may hold the cache above ``max_size`` while they run; ``trim`` (called
-  when a run ends) brings it back down.
-* threads ``held`` says should stay (an approval waiting on the agent's interrupt checkpoint:
-  dropping it loses the paused conversation) are dropped only after every idle thread, the least
-  recently used first. So approvals nobody answers cannot grow the cache beyond ``max_size``; a
-  resume that arrives after its thread was dropped gets the bridge's RUN_ERROR for an unknown
-  interrupt.
+drops the least recently used beyond ``max_size``, except threads ``pinned`` says must stay: a run
+in flight (dropping its agent would fail the run) or an approval waiting on the agent's interrupt
+checkpoint (dropping it would lose the paused conversation). How many threads may wait is the
+app's approval ledger's to bound (``app/approvals.py``), which drops a waiting thread through the
+bridge, never silently. Pinned threads may hold the cache above ``max_size``; ``trim`` (called
+when a run ends) brings it back down as far as idle threads allow.
 """
 
 from __future__ import annotations
@@ -25,23 +21,14 @@ Evicted = Callable[[str], None]
 
 
 class ThreadAgentCache(MutableMapping[str, Any]):
-    """Least-recently-used ``thread_id -> agent`` map that never drops a pinned thread and drops a
-    held one only when no idle thread is left to drop."""
+    """Least-recently-used ``thread_id -> agent`` map that never drops a pinned thread."""
 
-    def __init__(
-        self,
-        max_size: int,
-        *,
-        pinned: Pinned,
-        held: Pinned = lambda thread_id, agent: False,
-        on_evict: Evicted | None = None,
-    ) -> None:
+    def __init__(self, max_size: int, *, pinned: Pinned, on_evict: Evicted | None = None) -> None:
         if max_size < 1:
             raise ValueError("max_size must be at least 1")
         self._agents: OrderedDict[str, Any] = OrderedDict()
         self._max_size = max_size
         self._pinned = pinned
-        self._held = held
         self._on_evict = on_evict
 
     def __getitem__(self, thread_id: str) -> Any:
@@ -52,7 +39,7 @@ class ThreadAgentCache(MutableMapping[str, Any]):
     def __setitem__(self, thread_id: str, agent: Any) -> None:
         self._agents[thread_id] = agent
         self._agents.move_to_end(thread_id)
-        self._evict()
+        self._evict(keep=thread_id)
 
     def __delitem__(self, thread_id: str) -> None:
         del self._agents[thread_id]
@@ -67,26 +54,19 @@ class ThreadAgentCache(MutableMapping[str, Any]):
         return len(self._agents)
 
     def trim(self) -> None:
-        """Bring the cache back to ``max_size`` now: idle threads first, then held ones.
+        """Bring the cache back toward ``max_size`` now (the bridge calls this when a run ends:
+        under concurrent load every thread is pinned by its run when it is stored)."""
+        self._evict(keep=None)
 
-        Storing a thread only drops idle threads other than the one stored (which is about to
-        run): under concurrent load every thread is pinned by its run when it is stored, and a
-        held thread should not go while the thread about to run may turn out idle. So the cache
-        comes back down when runs end; the bridge calls this at the end of every run.
-        """
-        self._evict(on_store=False)
-
-    def _evict(self, *, on_store: bool = True) -> None:
+    def _evict(self, *, keep: str | None) -> None:
         excess = len(self._agents) - self._max_size
-        candidates = list(self._agents)[:-1] if on_store else list(self._agents)
-        for take_held in (False,) if on_store else (False, True):  # idle threads first, then held ones
-            for thread_id in candidates:  # least recently used first
-                if excess <= 0:
-                    return
-                agent = self._agents.get(thread_id)
-                if agent is None or self._pinned(thread_id, agent) or self._held(thread_id, agent) != take_held:
-                    continue
-                del self._agents[thread_id]
-                excess -= 1
-                if self._on_evict is not None:
-                    self._on_evict(thread_id)
+        for thread_id in list(self._agents):  # least recently used first
+            if excess <= 0:
+                return
+            agent = self._agents[thread_id]
+            if thread_id == keep or self._pinned(thread_id, agent):
+                continue
+            del self._agents[thread_id]
+            excess -= 1
+            if self._on_evict is not None:
+                self._on_evict(thread_id)

@@ -1,70 +1,31 @@
 """Model failures on the Strands route as RUN_ERROR codes a client can act on.
 
 ag-ui-strands turns any failure of the model call into ``RUN_ERROR`` itself, with the code
-``STRANDS_FORCE_STOP`` and the provider's raw text ("Error code: 401 - {...}"). This module names
-the failure where it happens and keeps that name for the run: ``NamingOpenAIModel`` raises a
-readable message and records the code; the stage ``name_model_errors`` gives each run its own
-record and puts the code on the bridge's RUN_ERROR. The codes and their meaning are shared with
-every runtime (``runtimes.model_errors``).
+``STRANDS_FORCE_STOP`` and the provider's raw text ("Error code: 401 - {...}"). So every model
+call of the route goes through ``runtimes.model_calls.model_call``, which names the failure where
+it happens and records it for the run, and the shared stage
+``runtimes.model_errors.name_model_errors`` puts the recorded code on the bridge's RUN_ERROR.
 
 A model failure anywhere ends the run: Strands hands a specialist's failure to the parent as an
-error tool result and would let the parent's model carry on, so once a model call of the run has
-failed, the run's next model call fails the same way at once, without asking the endpoint again.
+error tool result and would let the parent's model carry on; ``model_call`` refuses the run's
+next call instead.
 """
 
 from __future__ import annotations
 
-import contextvars
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import aclosing
+from collections.abc import AsyncGenerator
 from typing import Any
 
-from ag_ui.core import BaseEvent, EventType, RunAgentInput
 from strands.models.openai import OpenAIModel
 from strands.types.streaming import StreamEvent
 
-from runtimes.model_errors import ModelError, describe
-
-_FAILURES: contextvars.ContextVar[list[ModelError] | None] = contextvars.ContextVar(
-    "agui_strands_model_failures", default=None
-)
-
-
-def recorded_failure_code() -> str | None:
-    """The code of the latest model failure of the current run, if any."""
-    failures = _FAILURES.get()
-    return failures[-1].code if failures else None
+from runtimes.model_calls import model_call
 
 
 class NamingOpenAIModel(OpenAIModel):
-    """``OpenAIModel`` whose failures carry a readable message and a RUN_ERROR code."""
+    """``OpenAIModel`` whose calls count against the run's budget and whose failures carry a
+    readable message and a RUN_ERROR code."""
 
     async def stream(self, *args: Any, **kwargs: Any) -> AsyncGenerator[StreamEvent, None]:
-        failures = _FAILURES.get()
-        if failures:  # a model call of this run already failed (e.g. a specialist's): end the run
-            raise ModelError(failures[-1].code, str(failures[-1]))
-        try:
-            async for event in super().stream(*args, **kwargs):
-                yield event
-        except Exception as exc:
-            named = describe(exc)
-            if named is None:
-                raise
-            if failures is not None:
-                failures.append(named)
-            if named is exc:
-                raise
-            raise named from exc
-
-
-async def name_model_errors(events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
-    """Give the run its own failure record, then put the recorded model failure's code (and
-    message) on the run's RUN_ERROR. The record is set before the bridge starts, in the run's own
-    context, so the parent's and the specialists' model calls all record into it."""
-    _FAILURES.set([])
-    async with aclosing(events):
-        async for event in events:
-            failures = _FAILURES.get()
-            if event.type == EventType.RUN_ERROR and failures:
-                event = event.model_copy(update={"code": failures[-1].code, "message": str(failures[-1])})
+        async for event in model_call(super().stream(*args, **kwargs), unreadable_is_the_model=True):
             yield event

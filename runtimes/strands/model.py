@@ -20,6 +20,7 @@ from strands.types.tools import ToolSpec
 
 from runtimes import script
 from runtimes.config import RuntimeSettings
+from runtimes.model_calls import model_call
 from runtimes.script import (
     BACKEND_TOOLS,
     CallTools,
@@ -60,7 +61,8 @@ class ScriptedModel(Model):
     ) -> AsyncGenerator[StreamEvent, None]:
         offered = [spec["name"] for spec in tool_specs or []]
         step = self._step(turn_from_messages(messages, frontend_tools=[n for n in offered if n not in BACKEND_TOOLS]))
-        async for event in script.paced(_stream_events(step), float(self._config["delay_s"]), is_chunk=_is_delta):
+        paced = script.paced(_stream_events(step), float(self._config["delay_s"]), is_chunk=_is_delta)
+        async for event in model_call(paced):
             yield event
 
 

@@ -1,0 +1,318 @@
+"""A run outlives its HTTP response: it writes a numbered replay log, and its clients read the log.
+
+Why: a client whose connection drops comes back the way SSE clients do, with the same request and
+the ``Last-Event-ID`` of the last event it got, and must read the rest of its run exactly once, in
+order, on any replica; and a run may go on for a while with nobody reading
+(``AGUI_DETACHED_RUN_S``). So each run is two halves:
+
+* its **producer**, one task per run (:class:`_Producer`): holds the thread's lease (one run per
+  thread at a time, on every replica: a second gets RUN_ERROR ``THREAD_BUSY``), drives the route's
+  pipeline, and appends every frame, numbered from 1, to the run's log in the store; a heartbeat
+  keeps the lease and the run's records alive while it runs;
+* its **readers** (:meth:`RunRegistry.follow`): the request that started the run, and any that
+  reconnect, follow the log from where they are and send each frame with its ``id:``, until the
+  terminal event.
+
+When the run's last reader here leaves, the run ends at once with RUN_ERROR ``CLIENT_GONE`` (its
+open subagents closed first), or after ``AGUI_DETACHED_RUN_S`` if nobody has come back by then; a
+reconnect after that still reads what was logged, that terminal event included. A reader whose
+producer died (its replica was killed) gets what was logged, then RUN_ERROR ``RUN_LOST``.
+
+A ``runId`` names one run: a request that reuses one the server knows, without ``Last-Event-ID``,
+is refused (409 ``run_exists``), never run twice. The log is bounded: at most
+``AGUI_REPLAY_MAX_EVENTS`` entries, kept ``AGUI_REPLAY_S`` after the run ends.
+
+Keys, all under ``agui:<route>:``: ``run:<thread>:<run>`` (the run's claim: the producing process,
+then where the run ended), ``log:…`` (the log), ``alive:…`` (the producer's heartbeat), ``readers:…``
+(readers on other processes), ``lease:<thread>`` (whose holder is the run's claim key).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ag_ui.core import RunAgentInput, RunErrorEvent
+from ag_ui.encoder import EventEncoder
+
+from app.guard import BadRequest
+from app.principals import scoped
+from app.pump import CLIENT_GONE, TERMINAL
+from store import Store, StoreUnavailable
+
+if TYPE_CHECKING:  # the pipeline's settings carry this module's limits: no import at run time
+    from app.pipeline import OpenRun, RoutePipeline
+
+logger = logging.getLogger("agui.runs")
+
+THREAD_BUSY = "THREAD_BUSY"
+RUN_LOST = "RUN_LOST"
+REPLAY_INCOMPLETE = "REPLAY_INCOMPLETE"
+STATE_UNAVAILABLE = "STATE_UNAVAILABLE"
+CODES = frozenset({THREAD_BUSY, CLIENT_GONE, RUN_LOST, REPLAY_INCOMPLETE, STATE_UNAVAILABLE})
+"""The RUN_ERROR codes of this module (docs/errors.md)."""
+
+RUNNING_LOG_TTL_S = 24 * 3600.0
+"""A running run's log and claim: kept while it runs (a heartbeat or an append renews them)."""
+READ_BATCH = 256
+ENDED = b"ended:"
+"""A run's claim holds its producer's id while it runs, then this and the number of its last event."""
+LAST, MORE = b"T", b"E"
+"""A log entry is one of these bytes, then the frame: the terminal event is the ``LAST`` one."""
+_ENCODER = EventEncoder()
+
+
+@dataclass(frozen=True)
+class RunKeys:
+    claim: str
+    log: str
+    alive: str
+    readers: str
+    lease: str
+
+    @classmethod
+    def of(cls, route: str, thread_id: str, run_id: str) -> RunKeys:
+        run = f"{thread_id}:{run_id}"
+        prefix = f"agui:{route}:"
+        return cls(
+            claim=f"{prefix}run:{run}",
+            log=f"{prefix}log:{run}",
+            alive=f"{prefix}alive:{run}",
+            readers=f"{prefix}readers:{run}",
+            lease=cls.lease_prefix(route) + thread_id,
+        )
+
+    @staticmethod
+    def lease_prefix(route: str) -> str:
+        """The route's thread leases are this and the thread id (the approval ledger reads them)."""
+        return f"agui:{route}:lease:"
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """``AGUI_DETACHED_RUN_S``, ``AGUI_REPLAY_S``, ``AGUI_REPLAY_MAX_EVENTS``, ``AGUI_LEASE_S``."""
+
+    detached_s: float
+    replay_s: float
+    max_events: int
+    lease_s: float
+
+    @property
+    def heartbeat_s(self) -> float:
+        return self.lease_s / 4
+
+
+class RunRegistry:
+    """The runs of this process, and how any request reaches any run through the store."""
+
+    def __init__(self, store: Store, limits: RunLimits) -> None:
+        self.store = store
+        self.limits = limits
+        self.process = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._producers: dict[str, _Producer] = {}  # claim key -> the run it produces, while it runs
+
+    async def start(self, pipeline: RoutePipeline, run_input: RunAgentInput, principal: str) -> AsyncIterator[bytes]:
+        """Start a new run for ``principal`` and follow it from its first event. Raises
+        :class:`app.guard.BadRequest`."""
+        keys = RunKeys.of(pipeline.runtime.route, scoped(run_input, principal).thread_id, run_input.run_id)
+        try:
+            claimed = await self.store.claim(keys.claim, self.process, ttl_s=RUNNING_LOG_TTL_S)
+        except StoreUnavailable as exc:
+            raise BadRequest(503, "state_unavailable", "The state store is unavailable; try again shortly.") from exc
+        if not claimed:
+            raise BadRequest(
+                409,
+                "run_exists",
+                "This runId was already used on this thread: send Last-Event-ID to read its events again, "
+                "or a new runId for a new run.",
+            )
+        producer = _Producer(self, pipeline, run_input, principal, keys)
+        self._producers[keys.claim] = producer
+        producer.start()
+        return self._follow(keys, 0, producer)
+
+    async def reconnect(
+        self, pipeline: RoutePipeline, run_input: RunAgentInput, principal: str, last_event_id: int
+    ) -> AsyncIterator[bytes] | None:
+        """Follow a run ``principal`` started, after ``last_event_id``; None when the client already
+        has all of it (its terminal event included). Raises :class:`app.guard.BadRequest`."""
+        keys = RunKeys.of(pipeline.runtime.route, scoped(run_input, principal).thread_id, run_input.run_id)
+        try:
+            known = await self.store.get(keys.claim)
+        except StoreUnavailable as exc:
+            raise BadRequest(503, "state_unavailable", "The state store is unavailable; try again shortly.") from exc
+        if known is None:
+            raise BadRequest(404, "unknown_run", "No run with this threadId and runId is known (or its log expired).")
+        if _ended_at(known) is not None and last_event_id >= _ended_at(known):
+            return None
+        return self._follow(keys, last_event_id, self._producers.get(keys.claim))
+
+    async def _follow(self, keys: RunKeys, after: int, producer: _Producer | None) -> AsyncIterator[bytes]:
+        """The run's frames numbered above ``after``, each with its ``id:``, through the terminal
+        event; then RUN_ERROR if the log cannot go on (producer dead, entries trimmed, store down)."""
+        last_beat = 0.0
+        if producer is not None:
+            producer.attach()
+        try:
+            while True:
+                entries = await self.store.read(keys.log, after, count=READ_BATCH, wait_s=self.limits.heartbeat_s)
+                if producer is None and time.monotonic() - last_beat >= self.limits.heartbeat_s:
+                    last_beat = time.monotonic()  # a reader of a run produced elsewhere says it is here
+                    await self.store.put(keys.readers, b"1", ttl_s=self.limits.lease_s)
+                for number, entry in entries:
+                    if number != after + 1:
+                        yield _error_frame(REPLAY_INCOMPLETE, "Events of this run were dropped from its log.")
+                        return
+                    yield b"id: %d\n%s" % (number, entry[1:])
+                    after = number
+                    if entry[:1] == LAST:
+                        return
+                if not entries and not await self._alive(keys, producer):
+                    if await self.store.read(keys.log, after, count=1, wait_s=0):
+                        continue  # it wrote its last entries as it ended
+                    ended_at = _ended_at(await self.store.get(keys.claim))
+                    if ended_at is None:
+                        yield _error_frame(RUN_LOST, "The server running this run stopped before it finished.")
+                    elif after < ended_at:
+                        yield _error_frame(REPLAY_INCOMPLETE, "Events of this run are no longer in its log.")
+                    return
+        except StoreUnavailable:
+            yield _error_frame(STATE_UNAVAILABLE, "The state store became unavailable during the run.")
+        finally:
+            if producer is not None:
+                producer.detach()
+
+    async def _alive(self, keys: RunKeys, producer: _Producer | None) -> bool:
+        if producer is not None:
+            return not producer.done
+        return await self.store.get(keys.alive) is not None
+
+
+class _Producer:
+    """One run's producer (see the module docstring). Lives on the server's loop."""
+
+    def __init__(
+        self, registry: RunRegistry, pipeline: RoutePipeline, run_input: RunAgentInput, principal: str, keys: RunKeys
+    ) -> None:
+        self._registry = registry
+        self._principal = principal
+        self._store = registry.store
+        self._limits = registry.limits
+        self._pipeline = pipeline
+        self._input = run_input
+        self._keys = keys
+        self._run: OpenRun | None = None
+        self._readers = 0  # readers in this process
+        self._attached = False  # a reader has come (the request that started the run, normally at once)
+        self._left_at: float | None = time.monotonic()  # since when nobody here reads; None while someone does
+        self._ending: str | None = None  # why the run must end early, once it is open
+        self.done = False
+
+    def start(self) -> None:
+        task = asyncio.get_running_loop().create_task(self._produce())
+        _producing.add(task)
+        task.add_done_callback(_producing.discard)
+
+    def attach(self) -> None:
+        self._readers += 1
+        self._attached = True
+        self._left_at = None
+
+    def detach(self) -> None:
+        self._readers -= 1
+        if self._readers == 0 and not self.done:
+            self._left_at = time.monotonic()
+            if self._limits.detached_s == 0:
+                self._end("The client went away, and runs do not go on without one (AGUI_DETACHED_RUN_S=0).")
+
+    def _end(self, message: str) -> None:
+        """End the run now with RUN_ERROR ``CLIENT_GONE`` (or as soon as it is open)."""
+        self._ending = message
+        if self._run is not None:
+            self._run.end_by(0, CLIENT_GONE, message)
+
+    async def _produce(self) -> None:
+        keys, store = self._keys, self._store
+        leased, number, ended = False, 0, False
+        beat = asyncio.get_running_loop().create_task(self._beat())
+        try:
+            leased = await store.claim(keys.lease, keys.claim, ttl_s=self._limits.lease_s)
+            if leased:
+                self._run = self._pipeline.open(self._input, self._principal)
+                frames = self._run.frames
+                if self._ending is not None:  # its readers left before it opened
+                    self._run.end_by(0, CLIENT_GONE, self._ending)
+            else:
+                busy = "A run on this thread is still in flight; wait for it to finish."
+                frames = self._pipeline.refuse(self._input, THREAD_BUSY, busy)
+            async with aclosing(frames):
+                async for event, frame in frames:
+                    number += 1
+                    last = event.type in TERMINAL
+                    ttl_s = self._limits.replay_s if last else RUNNING_LOG_TTL_S
+                    entry = (LAST if last else MORE) + frame
+                    await store.append(keys.log, [(number, entry)], max_len=self._limits.max_events, ttl_s=ttl_s)
+                    ended = last
+        except StoreUnavailable:
+            logger.warning("run=%.64r | the state store failed mid-run; the run stops", self._input.run_id)
+        finally:
+            self.done = True
+            beat.cancel()
+            self._registry._producers.pop(keys.claim, None)
+            with contextlib.suppress(StoreUnavailable):
+                if leased:
+                    await store.release(keys.lease, keys.claim)
+                await store.delete(keys.alive)
+                if ended:  # else its readers see the producer gone before the end: RUN_LOST
+                    await store.put(keys.claim, b"%s%d" % (ENDED, number), ttl_s=self._limits.replay_s)
+
+    async def _beat(self) -> None:
+        """While the run goes: renew its lease and records, and end it once it has had no reader
+        for ``AGUI_DETACHED_RUN_S`` (readers on other processes count; a request that never started
+        reading gets at least a lease's time)."""
+        keys, store, limits = self._keys, self._store, self._limits
+        while True:
+            try:
+                await store.put(keys.alive, b"1", ttl_s=limits.lease_s)
+                await store.refresh(keys.lease, keys.claim, ttl_s=limits.lease_s)
+                allowed = limits.detached_s if self._attached else max(limits.detached_s, limits.lease_s)
+                if self._left_at is not None and time.monotonic() - self._left_at >= allowed:
+                    if await store.get(keys.readers) is None:
+                        self._end(f"Nobody read this run for AGUI_DETACHED_RUN_S ({limits.detached_s:g} s).")
+                    else:
+                        self._left_at = time.monotonic()
+            except StoreUnavailable:
+                logger.warning("run=%.64r | the state store did not answer the heartbeat", self._input.run_id)
+            await asyncio.sleep(limits.heartbeat_s)
+
+
+_producing: set[asyncio.Task] = set()
+"""Strong references to the producers' tasks (the loop keeps only weak ones)."""
+
+
+def _ended_at(claim: bytes | None) -> int | None:
+    """The number of a run's terminal event, from its claim, once the run has ended."""
+    return int(claim[len(ENDED) :]) if claim is not None and claim.startswith(ENDED) else None
+
+
+def _error_frame(code: str, message: str) -> bytes:
+    """A RUN_ERROR this module sends a reader itself: not in the log, so it has no ``id:``."""
+    return _ENCODER.encode(RunErrorEvent(message=message, code=code)).encode()
+
+
+def last_event_id(raw: str | None) -> int | None:
+    """The ``Last-Event-ID`` header as a log position, None without one. Raises :class:`app.guard.BadRequest`."""
+    if raw is None:
+        return None
+    if not raw.strip().isdigit() or len(raw.strip()) > 18:
+        raise BadRequest(400, "invalid_last_event_id", "Last-Event-ID must be the id of an event this server sent.")
+    return int(raw.strip())

@@ -1,0 +1,152 @@
+"""The store in this process's memory: the default, for one server process.
+
+Every key has a deadline; an expired key is gone the moment anything looks at it, and a timer set
+for the earliest deadline (a heap ordered by deadline) sweeps the expired ones, so memory holds only
+what is alive, busy or idle. Parked sets do not expire: the approval ledger bounds them. Readers
+waiting on a log are woken by the append that brings their entry. The parked sets' clock is this
+process's monotonic one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import heapq
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from store.base import Parked
+
+
+class MemoryStore:
+    """:class:`store.base.Store` in a dict. Use it from one event loop."""
+
+    shared = False
+
+    def __init__(self) -> None:
+        self._values: dict[str, bytes | list[tuple[int, bytes]]] = {}
+        self._deadlines: dict[str, float] = {}
+        self._expiring: list[tuple[float, str]] = []  # (deadline, key), a heap; stale pairs are skipped
+        self._sets: dict[str, OrderedDict[str, float]] = {}  # parked sets: thread -> parked at, oldest first
+        self._appended: dict[str, asyncio.Event] = {}  # log key -> set by its next append (readers wait on it)
+        self._timer: asyncio.TimerHandle | None = None  # the next sweep, at the earliest deadline
+
+    # --- records ------------------------------------------------------------------------------
+    async def get(self, key: str) -> bytes | None:
+        value = self._live(key)
+        return value if isinstance(value, bytes) else None
+
+    async def put(self, key: str, value: bytes, *, ttl_s: float) -> None:
+        self._set(key, value, ttl_s)
+
+    async def delete(self, *keys: str) -> None:
+        for key in keys:
+            self._drop(key)
+
+    # --- leases -------------------------------------------------------------------------------
+    async def claim(self, key: str, holder: str, *, ttl_s: float) -> bool:
+        if self._live(key) is not None:
+            return False
+        self._set(key, holder.encode(), ttl_s)
+        return True
+
+    async def refresh(self, key: str, holder: str, *, ttl_s: float) -> bool:
+        if self._live(key) != holder.encode():
+            return False
+        self._set(key, holder.encode(), ttl_s)
+        return True
+
+    async def release(self, key: str, holder: str) -> None:
+        if self._live(key) == holder.encode():
+            self._drop(key)
+
+    # --- replay logs --------------------------------------------------------------------------
+    async def append(self, key: str, entries: Sequence[tuple[int, bytes]], *, max_len: int, ttl_s: float) -> None:
+        log = self._live(key)
+        if not isinstance(log, list):
+            log = []
+        log.extend(entries)
+        if len(log) > max_len:
+            del log[: len(log) - max_len]
+        self._set(key, log, ttl_s)
+        appended = self._appended.pop(key, None)
+        if appended is not None:
+            appended.set()
+
+    async def read(self, key: str, after: int, *, count: int, wait_s: float) -> list[tuple[int, bytes]]:
+        log = self._live(key)
+        if not isinstance(log, list) or not log or log[-1][0] <= after:
+            appended = self._appended.setdefault(key, asyncio.Event())
+            try:
+                await asyncio.wait_for(appended.wait(), wait_s)
+            except TimeoutError:
+                if self._appended.get(key) is appended:
+                    del self._appended[key]
+                return []
+            log = self._live(key)
+            if not isinstance(log, list):
+                return []
+        start = bisect.bisect_right(log, after, key=lambda entry: entry[0])
+        return log[start : start + count]
+
+    async def first(self, key: str) -> int | None:
+        log = self._live(key)
+        return log[0][0] if isinstance(log, list) and log else None
+
+    # --- the approval ledger ------------------------------------------------------------------
+    async def park(self, key: str, thread: str, *, max_parked: int, min_age_s: float, leases: str) -> Parked:
+        now = time.monotonic()
+        parked = self._sets.setdefault(key, OrderedDict())
+        parked.pop(thread, None)
+        evicted = None
+        if len(parked) >= max_parked:
+            oldest = next((t for t in parked if self._live(leases + t) is None), None)
+            if oldest is None or now - parked[oldest] < min_age_s:
+                return Parked("refused")
+            del parked[oldest]
+            evicted = oldest
+        parked[thread] = now
+        return Parked("parked", evicted)
+
+    async def unpark(self, key: str, thread: str) -> None:
+        self._sets.get(key, {}).pop(thread, None)
+
+    async def parked(self, key: str) -> list[str]:
+        return list(self._sets.get(key, {}))
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+    # --- expiry -------------------------------------------------------------------------------
+    def _live(self, key: str) -> bytes | list[tuple[int, bytes]] | None:
+        deadline = self._deadlines.get(key)
+        if deadline is not None and deadline <= time.monotonic():
+            self._drop(key)
+        return self._values.get(key)
+
+    def _set(self, key: str, value: bytes | list[tuple[int, bytes]], ttl_s: float) -> None:
+        deadline = time.monotonic() + ttl_s
+        self._values[key] = value
+        self._deadlines[key] = deadline
+        heapq.heappush(self._expiring, (deadline, key))
+        self._sweep()
+
+    def _sweep(self) -> None:
+        """Drop every key whose deadline has passed, then wake up at the next deadline (one timer
+        for the whole store), so an idle server lets go of expired state too."""
+        now = time.monotonic()
+        while self._expiring and self._expiring[0][0] <= now:
+            _, stale = heapq.heappop(self._expiring)
+            if self._deadlines.get(stale, now + 1) <= now:
+                self._drop(stale)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._expiring:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(max(self._expiring[0][0] - now, 0), self._sweep)
+
+    def _drop(self, key: str) -> None:
+        self._values.pop(key, None)
+        self._deadlines.pop(key, None)

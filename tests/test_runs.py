@@ -1,0 +1,165 @@
+"""Runs outlive their responses (``app/runs.py``), in one process, over real HTTP on every route.
+
+* every event carries its SSE ``id:``, numbered from 1;
+* a client whose connection dropped sends the same request with ``Last-Event-ID`` and reads the
+  rest of the run exactly once, in order, then the terminal event: mid-text and mid-delegation,
+  whether the run went on without it (``AGUI_DETACHED_RUN_S``) or stopped (``CLIENT_GONE``);
+* a ``runId`` names one run: sent again without ``Last-Event-ID`` it is refused, never run twice;
+  a client that has the whole run gets 204; bad or unknown ``Last-Event-ID`` get clear 4xx;
+* with several named tokens, a thread belongs to the principal that created it: another's run,
+  resume or reconnect on it goes as on a thread that does not exist.
+
+The same behaviours across replicas, on the shared engine: tests/test_replicas.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from app.config import Settings
+from tests.wire import ROUTES, RUNTIME_BY_ROUTE, Run, arun, live_server, open_stream, post_run, run_input
+from verifier import verify_events, verify_thread
+from verifier.client import history_after, resume
+
+ALICE, BOB = "alice-token", "bob-token"
+
+
+@pytest.fixture(scope="module")
+def base() -> Iterator[str]:
+    """Runs stop when their client leaves (the default); paced so a cut lands mid-run."""
+    with live_server(Settings(agui_script_delay_ms=30)) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def detached() -> Iterator[str]:
+    """Runs go on for 60 s without a client."""
+    with live_server(Settings(agui_script_delay_ms=30, agui_detached_run_s=60)) as url:
+        yield url
+
+
+def reconnect(base: str, route: str, body: dict, last_event_id: int | str, **headers: str) -> Run:
+    return post_run(base, route, body, headers={"last-event-id": str(last_event_id), **headers})
+
+
+async def read_until(base: str, route: str, body: dict, first: str) -> list[dict]:
+    """Read the run's stream up to and including its first ``first`` event, then drop the connection."""
+    seen: list[dict] = []
+    async with open_stream(base, route, body) as events:
+        async for event in events:
+            seen.append(event)
+            if event["type"] == first:
+                break
+    return seen
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_every_event_carries_its_number(base: str, route: str) -> None:
+    run = post_run(base, route, run_input("Hello there!"))
+    numbers = [int(n) for n in re.findall(rb"^id: (\d+)$", run.raw, re.MULTILINE)]
+    assert numbers == list(range(1, len(run.events) + 1)) and run.terminal["type"] == "RUN_FINISHED"
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize(
+    ("prompt", "cut_at"),
+    [("Write a story about dragons", "TEXT_MESSAGE_START"), ("Research the history of Lisbon", "SUBAGENT_STARTED")],
+    ids=["mid-text", "mid-delegation"],
+)
+def test_a_reconnect_reads_the_rest_of_a_run_that_went_on(detached: str, route: str, prompt: str, cut_at: str) -> None:
+    body = run_input(prompt)
+    head = asyncio.run(read_until(detached, route, body, cut_at))
+    rest = reconnect(detached, route, body, len(head))
+    assert rest.status == 200, rest.raw
+    numbers = [int(n) for n in re.findall(rb"^id: (\d+)$", rest.raw, re.MULTILINE)]
+    assert numbers == list(range(len(head) + 1, len(head) + len(rest.events) + 1)), "the rest, exactly once"
+    whole = head + rest.events
+    assert verify_events(whole) == [] and whole[-1]["type"] == "RUN_FINISHED", [e["type"] for e in whole]
+    assert reconnect(detached, route, body, 0).events == whole, "a finished run replays as it went"
+    assert reconnect(detached, route, body, len(whole)).status == 204, "nothing left: do not reconnect"
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_run_whose_client_left_stops_and_a_reconnect_is_told_why(base: str, route: str) -> None:
+    body = run_input("Research the history of Lisbon")
+    head = asyncio.run(read_until(base, route, body, "SUBAGENT_STARTED"))
+    rest = reconnect(base, route, body, len(head))
+    whole = head + rest.events
+    assert verify_events(whole) == [], [e["type"] for e in whole]
+    assert rest.terminal["type"] == "RUN_ERROR" and rest.terminal["code"] == "CLIENT_GONE", rest.terminal
+    assert not [e for e in rest.events if e["type"] == "SUBAGENT_FINISHED"], "the subagent did not finish"
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_run_id_names_one_run(base: str, route: str) -> None:
+    body = run_input("delete notes.txt")
+    first = post_run(base, route, body)
+    assert first.interrupts()
+    again = httpx.post(f"{base}{route}", json=body, timeout=30)
+    assert again.status_code == 409 and again.json()["code"] == "run_exists"
+    answer = run_input(
+        thread_id=body["threadId"],
+        messages=history_after(body, first.events),
+        resume=resume(first.interrupts(), payload={"approved": True}),
+    )
+    assert "Done: Deleted notes.txt." in post_run(base, route, answer).text(), "the thread is untouched"
+
+
+@pytest.mark.parametrize(
+    ("last_event_id", "status", "code"),
+    [("1", 404, "unknown_run"), ("abc", 400, "invalid_last_event_id"), ("-1", 400, "invalid_last_event_id")],
+)
+def test_a_reconnect_that_names_no_run_is_refused(base: str, last_event_id: str, status: int, code: str) -> None:
+    answer = httpx.post(f"{base}{ROUTES[0]}", json=run_input("Hello"), headers={"last-event-id": last_event_id})
+    assert answer.status_code == status and answer.json()["code"] == code
+
+
+@pytest.fixture(scope="module")
+def two_principals() -> Iterator[str]:
+    with live_server(Settings(agui_script_delay_ms=0, agui_tokens={"alice": ALICE, "bob": BOB})) as url:
+        yield url
+
+
+def as_principal(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"}
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_thread_belongs_to_the_principal_that_created_it(two_principals: str, route: str) -> None:
+    base, never_asked = two_principals, RUNTIME_BY_ROUTE[route].known.answers
+    asked = run_input("delete notes.txt")
+    first = post_run(base, route, asked, headers=as_principal(ALICE))
+    assert first.interrupts() and first.events[0]["threadId"] == asked["threadId"]
+    answer = run_input(
+        thread_id=asked["threadId"],
+        messages=history_after(asked, first.events),
+        resume=resume(first.interrupts(), payload={"approved": True}),
+    )
+
+    # Bob naming Alice's thread gets what a thread that does not exist gets.
+    foreign = post_run(base, route, answer, headers=as_principal(BOB))
+    unknown = post_run(base, route, {**answer, "threadId": f"never-{asked['threadId']}"}, headers=as_principal(BOB))
+    expected = never_asked["resume on a thread that never had an interrupt"]
+    assert foreign.terminal.get("code", foreign.terminal["type"]) in expected
+    assert foreign.types() == unknown.types() and foreign.terminal.get("code") == unknown.terminal.get("code")
+    assert reconnect(base, route, asked, 0, **as_principal(BOB)).status == 404
+    own = post_run(base, route, run_input("Hello there!", thread_id=asked["threadId"]), headers=as_principal(BOB))
+    assert own.terminal["type"] == "RUN_FINISHED" and own.events[0]["threadId"] == asked["threadId"]
+    assert "notes.txt" not in own.raw.decode(), "Bob's run on that name sees nothing of Alice's thread"
+
+    # Alice's thread is untouched: her approval runs once, her reconnect reads her run.
+    second = post_run(base, route, answer, headers=as_principal(ALICE))
+    assert verify_thread([first.events, second.events]) == [] and "Done: Deleted notes.txt." in second.text()
+    assert reconnect(base, route, asked, 0, **as_principal(ALICE)).events == first.events
+
+
+def test_one_token_changes_nothing_for_its_caller() -> None:
+    with live_server(Settings(agui_script_delay_ms=0, agui_token=ALICE)) as url:
+        body = run_input("Hello there!")
+        run = asyncio.run(arun(url, ROUTES[0], body, headers=as_principal(ALICE)))
+    assert run.terminal["type"] == "RUN_FINISHED" and run.events[0]["threadId"] == body["threadId"]
