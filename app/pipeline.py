@@ -109,7 +109,9 @@ class RoutePipeline:
                 events = stage(events, run_input)
             events = self.ledger.stage(events, run_input)
         else:  # the bridge never sees it, so nothing of the thread changes: a new run can follow
-            down = f"The {self.runtime.title} runtime is not running right now; it is being restarted. Try again shortly."
+            down = (
+                f"The {self.runtime.title} runtime is not running right now; it is being restarted. Try again shortly."
+            )
             events = _refusal(run_input, RUNTIME_UNAVAILABLE, down)
         events = limit_model_calls(events, self.settings.agui_max_model_calls)
         events = one_run(emit_subagents(events, subagents), run_input, self.bridge, self.codes)

@@ -15,14 +15,15 @@ from pathlib import Path
 
 from runtimes.base import FINISHED, Bridge, Known, Runtime
 from runtimes.config import RuntimeSettings
+from store import Store
 
 LOCK = Path(__file__).resolve().parent / "sidecar" / "package-lock.json"
 
 
-def _build(settings: RuntimeSettings) -> Bridge:
+def _build(settings: RuntimeSettings, store: Store) -> Bridge:
     from runtimes.mastra.bridge import MastraBridge
 
-    return MastraBridge(settings)
+    return MastraBridge(settings, store)
 
 
 def npm_version(package: str) -> str:

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import contextvars
 import json
+import logging
 import socket
 from collections.abc import AsyncIterator
 from contextlib import aclosing, asynccontextmanager
@@ -38,6 +39,9 @@ from runtimes.mastra import approvals, errors, events, state
 from runtimes.mastra.loopback import LoopbackServer
 from runtimes.mastra.sidecar import Sidecar
 from runtimes.model_errors import ModelError
+from store import Store
+
+logger = logging.getLogger("agui.mastra")
 
 ROUTE = "/mastra/agent"
 """Where the sidecar serves MastraAgent (the same path as the app's route, so the benchmark's bare
@@ -60,8 +64,6 @@ def sidecar_env(settings: RuntimeSettings, loopback: LoopbackServer, port: int =
         "AGUI_MODEL_TIMEOUT_S": str(settings.agui_model_timeout_s),
         "AGUI_SIDECAR_TOOLS_URL": f"{loopback.base}/tools",
         "AGUI_SIDECAR_TOOLS_KEY": loopback.key,
-        # a suspended run keeps a snapshot per workflow it runs in (the loop, its step, a specialist's)
-        "AGUI_SIDECAR_MAX_SUSPENDED": str(4 * settings.agui_thread_cache_size),
         "AGUI_SIDECAR_PARENT_INSTRUCTIONS": script.PARENT_INSTRUCTIONS,
         "AGUI_SIDECAR_SPECIALIST_INSTRUCTIONS": script.SPECIALIST_INSTRUCTIONS,
     }
@@ -95,13 +97,13 @@ class MastraBridge:
 
     interrupt_owner = staticmethod(approvals.interrupt_owner)
 
-    def __init__(self, settings: RuntimeSettings) -> None:
+    def __init__(self, settings: RuntimeSettings, store: Store) -> None:
         self._settings = settings
         self._runs: dict[str, SubagentRun] = {}  # thread -> its run in flight (whose model calls these are)
         self._loopback = LoopbackServer(delay_s=settings.agui_script_delay_ms / 1000, runs=self._runs.get)
         self._sidecar: Sidecar | None = None
         self._client: httpx.AsyncClient | None = None
-        self._gate = InterruptGate(settings.agui_thread_cache_size)
+        self._gate = InterruptGate(store, "mastra")
         self.stages: tuple[Stage, ...] = (
             events.expand_text_chunks,
             errors.name_model_errors,
@@ -193,3 +195,16 @@ class MastraBridge:
 
     def held_threads(self) -> HeldThreads:
         return self._gate.held_threads()
+
+    async def forget(self, thread_id: str) -> None:
+        """Drop a waiting thread: its open interrupts (the gate) and its suspended Mastra runs (the
+        sidecar's store). A sidecar that is down holds nothing: its store went with it."""
+        await self._gate.forget(thread_id)
+        port = self._sidecar.port if self._sidecar is not None else None
+        if port is None or self._client is None:
+            return
+        try:
+            response = await self._client.post(f"http://127.0.0.1:{port}{ROUTE}/forget", json={"threadId": thread_id})
+            response.raise_for_status()
+        except httpx.HTTPError as exc:
+            logger.warning("thread=%s error=%r | the Mastra sidecar did not forget a thread", thread_id, exc)

@@ -20,8 +20,11 @@
 //   parent model as a tool result).
 //
 // Bounded memory: a run suspended for an approval waits in Mastra's in-memory store until it is
-// resumed; after each request the oldest stored runs beyond AGUI_SIDECAR_MAX_SUSPENDED are dropped
-// (the app's resume gate forgets those threads' approvals first: runtimes/interrupts.py).
+// resumed. The store's records are kept per thread (ThreadRuns): when a request ends, its thread's
+// runs that no longer wait for an answer are dropped; a suspended one stays until it is resumed or
+// the app forgets its thread (POST <route>/forget {threadId}: the app's approval ledger evicted or
+// refused it, app/approvals.py). So the sidecar never drops a run the ledger keeps parked, and
+// holds no more suspended threads than the ledger lets wait.
 //
 // It prints {"listening": <port>} once it accepts requests, and exits when its stdin closes (the app
 // that owns it is gone), so it never outlives the app.
@@ -50,24 +53,49 @@ const settings = {
   specialistInstructions: env.AGUI_SIDECAR_SPECIALIST_INSTRUCTIONS,
 };
 const route = env.AGUI_SIDECAR_ROUTE || "/agent";
-const maxSuspended = Number(env.AGUI_SIDECAR_MAX_SUSPENDED || 1024);
 const mastra = buildMastra(settings);
 
-let pruning = false;
-async function prune() {
-  if (pruning) return;
-  pruning = true;
-  try {
-    const store = await mastra.getStorage().getStore("workflows");
-    const { runs } = await store.listWorkflowRuns({});
-    const oldest = [...runs].sort((a, b) => new Date(a.createdAt) - new Date(b.createdAt));
-    for (const run of oldest.slice(0, Math.max(0, oldest.length - maxSuspended))) {
-      await store.deleteWorkflowRunById({ runId: run.runId, workflowName: run.workflowName });
+/** Which of the store's workflow runs belong to which thread (a run is stored while the request that
+ * serves its thread runs: runScope), and dropping them. One request per thread at a time (the app's
+ * thread lease), so a thread's records are never settled while another request of it writes them. */
+class ThreadRuns {
+  constructor(store) {
+    this.store = store;
+    this.byThread = new Map(); // thread -> Map<key, {workflowName, runId}>
+    const persist = store.persistWorkflowSnapshot.bind(store);
+    store.persistWorkflowSnapshot = (args) => {
+      const thread = runScope.getStore();
+      if (thread !== undefined) {
+        const runs = this.byThread.get(thread) ?? new Map();
+        runs.set(`${args.workflowName}\u0000${args.runId}`, { workflowName: args.workflowName, runId: args.runId });
+        this.byThread.set(thread, runs);
+      }
+      return persist(args);
+    };
+  }
+
+  /** After a request: drop the thread's runs that no longer wait for an answer. */
+  async settle(thread) {
+    const runs = this.byThread.get(thread);
+    if (!runs) return;
+    for (const [key, run] of runs) {
+      const snapshot = await this.store.loadWorkflowSnapshot(run);
+      if (snapshot?.status === "suspended") continue;
+      await this.store.deleteWorkflowRunById(run);
+      runs.delete(key);
     }
-  } finally {
-    pruning = false;
+    if (runs.size === 0) this.byThread.delete(thread);
+  }
+
+  /** Drop every run of the thread, suspended ones included (the app no longer holds its approvals). */
+  async forget(thread) {
+    const runs = this.byThread.get(thread);
+    this.byThread.delete(thread);
+    for (const run of runs?.values() ?? []) await this.store.deleteWorkflowRunById(run);
   }
 }
+
+const threadRuns = new ThreadRuns(await mastra.getStorage().getStore("workflows"));
 
 /** An error and its causes, as plain data the app can name (an Error is not JSON). */
 function described(error) {
@@ -95,6 +123,7 @@ function plain(chunk) {
 class Exchange {
   constructor(response, input) {
     this.response = response;
+    this.thread = String(input.threadId ?? "");
     this.clientTools = new Set((input.tools ?? []).map((tool) => tool.name));
     this.abort = new AbortController();
     this.modelError = undefined;
@@ -116,7 +145,7 @@ class Exchange {
     this.ended = true;
     this.response.end();
     this.abort.abort();
-    prune().catch((error) => console.error("prune:", error));
+    threadRuns.settle(this.thread).catch((error) => console.error("settle:", error));
   }
 
   /** The agent's output with its fullStream teed: specialist chunks forwarded, errors kept. */
@@ -169,7 +198,7 @@ async function readJson(request) {
 }
 
 async function serve(request, response) {
-  if (request.method !== "POST" || request.url !== route) {
+  if (request.method !== "POST" || (request.url !== route && request.url !== `${route}/forget`)) {
     response.writeHead(404).end();
     return;
   }
@@ -180,10 +209,15 @@ async function serve(request, response) {
     response.writeHead(400, { "content-type": "application/json" }).end('{"detail": "not JSON"}');
     return;
   }
+  if (request.url !== route) {
+    await threadRuns.forget(String(input.threadId ?? ""));
+    response.writeHead(204).end();
+    return;
+  }
   response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
   const exchange = new Exchange(response, input);
   const bridge = new MastraAgent({ agentId: "assistant", agent: exchange.agent(mastra.getAgent("assistant")) });
-  runScope.run(String(input.threadId ?? ""), () =>
+  runScope.run(exchange.thread, () =>
     bridge.run(input).subscribe({
       next: (event) => exchange.send(event),
       error: (error) => exchange.fail(exchange.modelError ?? error),
