@@ -8,7 +8,9 @@ Over real HTTP, with the real Node sidecar:
 * killed mid-run, the client gets RUN_ERROR within a second; while it is down ``GET /`` says so,
   ``GET /ok`` answers at once and a run gets RUN_ERROR ``RUNTIME_UNAVAILABLE`` at once; once it is
   restarted the next run succeeds;
-* a client that leaves while the model hangs aborts the Mastra run: the model request is closed.
+* a client that leaves while the model hangs aborts the Mastra run: the model request is closed;
+* the sidecar keeps a suspended Mastra run exactly as long as the approval ledger keeps its thread
+  waiting (``app/approvals.py``): never dropped by a cap of its own, dropped when the ledger forgets it.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ from starlette.routing import Route
 
 from app.config import Settings
 from deploy.loopback import LOOPBACK, free_port, wait_until_ok
-from tests.wire import Server, arun, open_stream, run_input, serve
-from verifier import verify_events
+from tests.wire import Server, arun, open_stream, post_run, run_input, serve
+from verifier import verify_events, verify_thread
+from verifier.client import history_after, resume
 
 ROUTE = "/mastra/agent"
 ROOT = Path(__file__).resolve().parents[1]
@@ -200,3 +203,43 @@ def test_a_client_that_leaves_aborts_the_mastra_run_on_a_hung_model() -> None:
     finally:
         model.should_exit = True
         thread.join(timeout=10)
+
+
+def test_the_sidecar_keeps_what_the_ledger_keeps_parked_and_drops_what_it_forgets() -> None:
+    """More waiting threads than the thread cache (the sidecar's own cap used to be 4x that), the
+    ledger full and evicting: every thread the ledger keeps resumes and runs its approved call once;
+    the evicted one is gone from the sidecar too; a finished run leaves nothing there."""
+    parked = 6
+    settings = Settings(
+        agui_script_delay_ms=0, agui_thread_cache_size=1, agui_max_parked_approvals=parked, agui_approval_min_age_s=0
+    )
+    with serve(settings) as server:
+        bridge = server.pipeline(ROUTE).bridge
+
+        def stored() -> set[str]:
+            return set(asyncio.run_coroutine_threadsafe(bridge.stored_threads(), server.loop).result(timeout=10))
+
+        waiting: dict[str, tuple[dict, list[dict]]] = {}
+        for index in range(parked + 1):  # the last one makes the ledger evict the longest waiting
+            body = run_input("delete notes.txt", thread_id=f"parked-{index}")
+            asked = post_run(server.base, ROUTE, body)
+            assert asked.interrupts(), asked.types()
+            waiting[body["threadId"]] = (body, asked.events)
+        evicted = "parked-0"
+        assert stored() == set(waiting) - {evicted}
+
+        for thread, (body, events) in waiting.items():
+            answer = run_input(
+                thread_id=thread,
+                messages=history_after(body, events),
+                resume=resume(events[-1]["outcome"]["interrupts"], payload={"approved": True}),
+            )
+            resumed = post_run(server.base, ROUTE, answer)
+            if thread == evicted:
+                assert resumed.terminal["code"] == "INTERRUPT_EXPIRED", resumed.terminal
+                continue
+            assert resumed.terminal["type"] == "RUN_FINISHED", resumed.terminal
+            assert verify_thread([events, resumed.events]) == []
+            results = [event["content"] for event in resumed.of_type("TOOL_CALL_RESULT")]
+            assert results.count('"Deleted notes.txt."') == 1, results
+        assert stored() == set()  # settled before each response ended

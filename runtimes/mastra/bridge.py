@@ -196,6 +196,15 @@ class MastraBridge:
     def held_threads(self) -> HeldThreads:
         return self._gate.held_threads()
 
+    async def stored_threads(self) -> list[str]:
+        """The threads whose Mastra runs the sidecar's store holds (suspended ones, between runs)."""
+        port = self._sidecar.port if self._sidecar is not None else None
+        if port is None or self._client is None:
+            return []
+        response = await self._client.get(f"http://127.0.0.1:{port}{ROUTE}/threads")
+        response.raise_for_status()
+        return response.json()["threads"]
+
     async def forget(self, thread_id: str) -> None:
         """Drop a waiting thread: its open interrupts (the gate) and its suspended Mastra runs (the
         sidecar's store). A sidecar that is down holds nothing: its store went with it."""

@@ -24,7 +24,8 @@
 // runs that no longer wait for an answer are dropped; a suspended one stays until it is resumed or
 // the app forgets its thread (POST <route>/forget {threadId}: the app's approval ledger evicted or
 // refused it, app/approvals.py). So the sidecar never drops a run the ledger keeps parked, and
-// holds no more suspended threads than the ledger lets wait.
+// holds no more suspended threads than the ledger lets wait. GET <route>/threads lists the threads
+// it holds runs of (for operators and tests).
 //
 // It prints {"listening": <port>} once it accepts requests, and exits when its stdin closes (the app
 // that owns it is gone), so it never outlives the app.
@@ -140,12 +141,14 @@ class Exchange {
     this.finish();
   }
 
-  finish() {
+  /** The thread's runs settled before the response ends: the app reads a run to its end before it
+   * lets the thread's next request in, so that request never meets a settle of this one. */
+  async finish() {
     if (this.ended) return;
     this.ended = true;
+    await threadRuns.settle(this.thread).catch((error) => console.error("settle:", error));
     this.response.end();
     this.abort.abort();
-    threadRuns.settle(this.thread).catch((error) => console.error("settle:", error));
   }
 
   /** The agent's output with its fullStream teed: specialist chunks forwarded, errors kept. */
@@ -198,6 +201,10 @@ async function readJson(request) {
 }
 
 async function serve(request, response) {
+  if (request.method === "GET" && request.url === `${route}/threads`) {
+    response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ threads: [...threadRuns.byThread.keys()] }));
+    return;
+  }
   if (request.method !== "POST" || (request.url !== route && request.url !== `${route}/forget`)) {
     response.writeHead(404).end();
     return;
