@@ -13,7 +13,6 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { Agent } from "@mastra/core/agent";
 import { Mastra } from "@mastra/core/mastra";
-import { InMemoryStore } from "@mastra/core/storage";
 import { createTool } from "@mastra/core/tools";
 import { z } from "zod";
 
@@ -151,9 +150,9 @@ function researchSpecialist(specialist) {
   });
 }
 
-/** The Mastra instance: `assistant` (the parent) and `research_specialist`, on one in-memory store
- * (suspended runs wait there for their resume). */
-export function buildMastra(settings) {
+/** The Mastra instance: `assistant` (the parent) and `research_specialist`, on `storage` (suspended
+ * runs wait there for their resume: the sidecar's memory, or the app's shared engine). */
+export function buildMastra(settings, storage) {
   const provider = createOpenAICompatible({
     name: "agui",
     baseURL: settings.baseUrl,
@@ -176,7 +175,7 @@ export function buildMastra(settings) {
     model,
     tools: { ...backendTools(settings), delete_file: deleteFile(settings), research_specialist: researchSpecialist(specialist) },
   });
-  return new Mastra({ agents: { assistant, research_specialist: specialist }, storage: new InMemoryStore(), logger: false });
+  return new Mastra({ agents: { assistant, research_specialist: specialist }, storage, logger: false });
 }
 
 function lookupFact(settings) {

@@ -19,19 +19,25 @@
 //   app to name. A specialist whose model fails fails the run (Mastra would hand the error to the
 //   parent model as a tool result).
 //
-// Bounded memory: a run suspended for an approval waits in Mastra's in-memory store until it is
-// resumed. The store's records are kept per thread (ThreadRuns): when a request ends, its thread's
-// runs that no longer wait for an answer are dropped; a suspended one stays until it is resumed or
-// the app forgets its thread (POST <route>/forget {threadId}: the app's approval ledger evicted or
-// refused it, app/approvals.py). So the sidecar never drops a run the ledger keeps parked, and
-// holds no more suspended threads than the ledger lets wait. GET <route>/threads lists the threads
-// it holds runs of (for operators and tests).
+// Where runs wait: a run suspended for an approval waits in Mastra's storage until it is resumed.
+// That is Mastra's in-memory store, or, when the app's state is shared (AGUI_SIDECAR_STATE_URL, the
+// app's AGUI_STATE_URL), Mastra's own Redis storage adapter (@mastra/redis) on the same engine, so
+// the sidecar of any replica resumes a run that another one suspended.
+//
+// Bounded: the store's records are indexed per thread (ThreadRuns, beside the records: in this
+// process, or in the engine). When a request ends, its thread's runs that no longer wait for an
+// answer are dropped; a suspended one stays until it is resumed or the app forgets its thread
+// (POST <route>/forget {threadId}: the app's approval ledger evicted or refused it, on any replica,
+// app/approvals.py). So the sidecar never drops a run the ledger keeps parked, and holds no more
+// suspended threads than the ledger lets wait. GET <route>/threads lists the threads it holds runs
+// of (for operators and tests).
 //
 // It prints {"listening": <port>} once it accepts requests, and exits when its stdin closes (the app
 // that owns it is gone), so it never outlives the app.
 
 import http from "node:http";
 import { MastraAgent } from "@ag-ui/mastra";
+import { InMemoryStore } from "@mastra/core/storage";
 import { buildMastra, runScope } from "./agents.mjs";
 
 const FORWARDED = "mastra:tool-output";
@@ -54,49 +60,112 @@ const settings = {
   specialistInstructions: env.AGUI_SIDECAR_SPECIALIST_INSTRUCTIONS,
 };
 const route = env.AGUI_SIDECAR_ROUTE || "/agent";
-const mastra = buildMastra(settings);
+/** The thread -> stored runs index of this process (beside Mastra's in-memory store). */
+class LocalIndex {
+  constructor() {
+    this.runs = new Map(); // thread -> Set of members
+  }
+  async add(thread, member) {
+    this.runs.set(thread, (this.runs.get(thread) ?? new Set()).add(member));
+  }
+  async members(thread) {
+    return [...(this.runs.get(thread) ?? [])];
+  }
+  async remove(thread, member) {
+    this.runs.get(thread)?.delete(member);
+    if (this.runs.get(thread)?.size === 0) this.runs.delete(thread);
+  }
+  async drop(thread) {
+    this.runs.delete(thread);
+  }
+  async threads() {
+    return [...this.runs.keys()];
+  }
+}
+
+/** The same index in the engine, beside the records (@mastra/redis's client): a Redis set per thread. */
+class EngineIndex {
+  static PREFIX = "agui:mastra:runs:";
+  static TTL_S = 30 * 24 * 3600; // as long as the app's gate keeps an open approval (runtimes/interrupts.py)
+  constructor(client) {
+    this.client = client;
+  }
+  async add(thread, member) {
+    const key = EngineIndex.PREFIX + thread;
+    await this.client.multi().sAdd(key, member).expire(key, EngineIndex.TTL_S).exec();
+  }
+  async members(thread) {
+    return this.client.sMembers(EngineIndex.PREFIX + thread);
+  }
+  async remove(thread, member) {
+    await this.client.sRem(EngineIndex.PREFIX + thread, member);
+  }
+  async drop(thread) {
+    await this.client.del(EngineIndex.PREFIX + thread);
+  }
+  async threads() {
+    const found = [];
+    let cursor = "0";
+    do {
+      const page = await this.client.scan(cursor, { MATCH: `${EngineIndex.PREFIX}*`, COUNT: 1000 });
+      cursor = String(page.cursor);
+      found.push(...page.keys.map((key) => key.slice(EngineIndex.PREFIX.length)));
+    } while (cursor !== "0");
+    return found;
+  }
+}
 
 /** Which of the store's workflow runs belong to which thread (a run is stored while the request that
  * serves its thread runs: runScope), and dropping them. One request per thread at a time (the app's
  * thread lease), so a thread's records are never settled while another request of it writes them. */
 class ThreadRuns {
-  constructor(store) {
+  constructor(store, index) {
     this.store = store;
-    this.byThread = new Map(); // thread -> Map<key, {workflowName, runId}>
+    this.index = index;
     const persist = store.persistWorkflowSnapshot.bind(store);
-    store.persistWorkflowSnapshot = (args) => {
+    store.persistWorkflowSnapshot = async (args) => {
       const thread = runScope.getStore();
-      if (thread !== undefined) {
-        const runs = this.byThread.get(thread) ?? new Map();
-        runs.set(`${args.workflowName}\u0000${args.runId}`, { workflowName: args.workflowName, runId: args.runId });
-        this.byThread.set(thread, runs);
-      }
+      if (thread !== undefined) await index.add(thread, JSON.stringify([args.workflowName, args.runId]));
       return persist(args);
     };
   }
 
   /** After a request: drop the thread's runs that no longer wait for an answer. */
   async settle(thread) {
-    const runs = this.byThread.get(thread);
-    if (!runs) return;
-    for (const [key, run] of runs) {
-      const snapshot = await this.store.loadWorkflowSnapshot(run);
+    for (const member of await this.index.members(thread)) {
+      const [workflowName, runId] = JSON.parse(member);
+      const snapshot = await this.store.loadWorkflowSnapshot({ workflowName, runId });
       if (snapshot?.status === "suspended") continue;
-      await this.store.deleteWorkflowRunById(run);
-      runs.delete(key);
+      await this.store.deleteWorkflowRunById({ workflowName, runId });
+      await this.index.remove(thread, member);
     }
-    if (runs.size === 0) this.byThread.delete(thread);
   }
 
   /** Drop every run of the thread, suspended ones included (the app no longer holds its approvals). */
   async forget(thread) {
-    const runs = this.byThread.get(thread);
-    this.byThread.delete(thread);
-    for (const run of runs?.values() ?? []) await this.store.deleteWorkflowRunById(run);
+    for (const member of await this.index.members(thread)) {
+      const [workflowName, runId] = JSON.parse(member);
+      await this.store.deleteWorkflowRunById({ workflowName, runId });
+    }
+    await this.index.drop(thread);
   }
 }
 
-const threadRuns = new ThreadRuns(await mastra.getStorage().getStore("workflows"));
+/** Mastra's storage and the index beside it: the engine's when the app's state is shared. */
+async function storage(url) {
+  if (!url) return { store: new InMemoryStore(), index: new LocalIndex() };
+  const { RedisStore } = await import("@mastra/redis");
+  const store = new RedisStore({ id: "agui-mastra", connectionString: url });
+  // The engine may restart: the client reconnects (commands wait meanwhile); an unhandled "error"
+  // event would end the process.
+  store.getClient().on("error", (error) => console.error("engine:", error.message));
+  await store.init();
+  return { store, index: new EngineIndex(store.getClient()) };
+}
+
+const { store, index } = await storage(env.AGUI_SIDECAR_STATE_URL);
+const mastra = buildMastra(settings, store);
+const threadRuns = new ThreadRuns(await mastra.getStorage().getStore("workflows"), index);
 
 /** An error and its causes, as plain data the app can name (an Error is not JSON). */
 function described(error) {
@@ -202,7 +271,7 @@ async function readJson(request) {
 
 async function serve(request, response) {
   if (request.method === "GET" && request.url === `${route}/threads`) {
-    response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ threads: [...threadRuns.byThread.keys()] }));
+    response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ threads: await index.threads() }));
     return;
   }
   if (request.method !== "POST" || (request.url !== route && request.url !== `${route}/forget`)) {
