@@ -29,6 +29,9 @@ class Parked:
 class Store(Protocol):
     shared: bool
     """True when other processes see what this one writes (an engine, not this process's memory)."""
+    url: str | None
+    """The engine's URL (``AGUI_STATE_URL``), for a runtime whose upstream persistence seam needs
+    a client of its own (a checkpointer, a session store); None for this process's memory."""
 
     # --- records ------------------------------------------------------------------------------
     async def get(self, key: str) -> bytes | None:

@@ -123,6 +123,7 @@ class RedisStore:
     shared = True
 
     def __init__(self, url: str, *, timeout_s: float = 5.0, max_readers: int = 512) -> None:
+        self.url = url
         options = {
             "socket_connect_timeout": timeout_s,
             "socket_timeout": timeout_s,

@@ -23,6 +23,7 @@ class MemoryStore:
     """:class:`store.base.Store` in a dict. Use it from one event loop."""
 
     shared = False
+    url = None
 
     def __init__(self) -> None:
         self._values: dict[str, bytes | list[tuple[int, bytes]]] = {}

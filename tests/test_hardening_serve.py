@@ -5,50 +5,17 @@ stream with a terminal event before the process exits, cleanly."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import httpx
 
-from deploy.loopback import LOOPBACK, free_port, wait_until_ok
+from tests.processes import ROOT, served, server_env
 from tests.wire import REQUEST_HEADERS, ROUTES, StreamReader, run_input
 from verifier import verify_events
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def server_env(**extra: str) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("AGUI_", "OPENAI_"))}
-    return env | {"HOST": LOOPBACK, "LOG_LEVEL": "warning"} | extra
-
-
-@contextmanager
-def served(**extra: str) -> Iterator[tuple[str, subprocess.Popen]]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "deploy.serve"],
-        cwd=ROOT,
-        env=server_env(PORT=str(port), **extra),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    base = f"http://{LOOPBACK}:{port}"
-    try:
-        wait_until_ok(base, timeout_s=60, alive=lambda: process.poll() is None)
-        yield base, process
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
-        process.stderr.close()
 
 
 def test_a_bad_setting_stops_the_start_with_one_line_naming_it() -> None:

@@ -12,7 +12,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -259,12 +259,14 @@ class Exchange:
     run: Run
 
 
-def play(base: str, route: str, scenario: scenarios.Scenario) -> list[Exchange]:
-    """Drive ``scenario`` (``verifier.scenarios``) on ``route``, keeping every response's bytes."""
+def play(base: str | Sequence[str], route: str, scenario: scenarios.Scenario) -> list[Exchange]:
+    """Drive ``scenario`` (``verifier.scenarios``) on ``route``, keeping every response's bytes.
+    With several bases (replicas of one server), each request goes to the next one in turn."""
+    bases = [base] if isinstance(base, str) else list(base)
     exchanges: list[Exchange] = []
 
     def post(body: dict) -> list[dict]:
-        run = post_run(base, route, body)
+        run = post_run(bases[len(exchanges) % len(bases)], route, body)
         if run.status != 200:
             raise RuntimeError(f"{route} {scenario.surface}: HTTP {run.status}: {run.raw[:500]!r}")
         exchanges.append(Exchange(body, run))
