@@ -51,11 +51,15 @@ EVENT: TypeAdapter = TypeAdapter(Event)
 TERMINAL = frozenset({EventType.RUN_FINISHED, EventType.RUN_ERROR})
 
 
-def sidecar_env(settings: RuntimeSettings, loopback: LoopbackServer, port: int = 0) -> dict[str, str]:
+def sidecar_env(
+    settings: RuntimeSettings, loopback: LoopbackServer, port: int = 0, state_url: str | None = None
+) -> dict[str, str]:
     """What the sidecar is configured with: the model (the loopback script, or the user's endpoint),
-    the tools' endpoint, the agents' instructions from the script, where it listens."""
+    the tools' endpoint, the agents' instructions from the script, where it listens, and the shared
+    engine its Mastra storage uses (``state_url``; none: Mastra's in-memory store)."""
     scripted = settings.agui_model == "scripted"
     return {
+        **({"AGUI_SIDECAR_STATE_URL": state_url} if state_url else {}),
         "AGUI_SIDECAR_PORT": str(port),
         "AGUI_SIDECAR_ROUTE": ROUTE,
         "AGUI_SIDECAR_MODEL_URL": f"{loopback.base}/v1" if scripted else settings.openai_base_url or OPENAI_DEFAULT_URL,
@@ -99,6 +103,7 @@ class MastraBridge:
 
     def __init__(self, settings: RuntimeSettings, store: Store) -> None:
         self._settings = settings
+        self._state_url = store.url if store.shared else None
         self._runs: dict[str, SubagentRun] = {}  # thread -> its run in flight (whose model calls these are)
         self._loopback = LoopbackServer(delay_s=settings.agui_script_delay_ms / 1000, runs=self._runs.get)
         self._sidecar: Sidecar | None = None
@@ -118,7 +123,7 @@ class MastraBridge:
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         await asyncio.to_thread(self._loopback.start)
-        self._sidecar = Sidecar(sidecar_env(self._settings, self._loopback))
+        self._sidecar = Sidecar(sidecar_env(self._settings, self._loopback, state_url=self._state_url))
         # No kept-alive connections: a connection opened during a run keeps that run's context (and
         # with it the run's emitter state) for as long as it lives; one per run costs nothing on loopback.
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)

@@ -160,6 +160,13 @@ async function storage(url) {
   // event would end the process.
   store.getClient().on("error", (error) => console.error("engine:", error.message));
   await store.init();
+  // @mastra/redis 1.4.6 keys a snapshot persisted with a resourceId (@ag-ui/mastra 1.1.2 passes the
+  // thread) under that id too, but loads and deletes it by workflow and run alone: such a run is
+  // never found again, so no approval could be resumed. The resourceId is left out on the way in,
+  // so every read finds the key. Drop this when @mastra/redis loads what it persists.
+  const workflows = await store.getStore("workflows");
+  const persist = workflows.persistWorkflowSnapshot.bind(workflows);
+  workflows.persistWorkflowSnapshot = ({ resourceId: _ignored, ...args }) => persist(args);
   return { store, index: new EngineIndex(store.getClient()) };
 }
 
