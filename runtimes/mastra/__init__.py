@@ -82,6 +82,11 @@ runtime = Runtime(
             "wire itself (`runtimes/mastra/state.py`): every run opens with a STATE_SNAPSHOT of the request's "
             "state and a PredictState CUSTOM event, and a complete STATE_SNAPSHOT follows `update_recipe` and "
             "`write_document`.",
+            "A run suspended for an approval waits in the sidecar's Mastra storage: Mastra's in-memory store, or "
+            "with shared state (`AGUI_STATE_URL`) Mastra's own Redis adapter (@mastra/redis 1.4.6) on the same "
+            "engine, so any replica's sidecar resumes it. It stays exactly as long as the approval ledger keeps its "
+            "thread waiting (dropped through `Bridge.forget` on whichever replica decides); every other run's records "
+            "go before its response ends.",
         ),
     ),
 )
