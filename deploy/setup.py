@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 
 from app.registry import RUNTIMES
 
@@ -20,7 +21,11 @@ def main() -> int:
     for runtime in RUNTIMES:
         if runtime.setup:
             print(f"deploy.setup: {runtime.name}: python -m {runtime.setup}", flush=True)
-            result = subprocess.run([sys.executable, "-m", runtime.setup])
+            # From an empty directory: `-m` imports from the current one first, and the image build
+            # runs this from its source tree (WORKDIR /src), which would be set up instead of the
+            # installed package the image keeps.
+            with tempfile.TemporaryDirectory(prefix="agui-setup-") as empty:
+                result = subprocess.run([sys.executable, "-m", runtime.setup], cwd=empty)
             if result.returncode != 0:
                 print(f"deploy.setup: {runtime.name} failed with exit code {result.returncode}", file=sys.stderr)
                 return result.returncode
