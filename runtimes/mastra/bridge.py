@@ -31,7 +31,7 @@ from pydantic import TypeAdapter
 
 from emitters.core import SubagentRun, current_run
 from emitters.mastra import translate_delegations
-from runtimes import script
+from runtimes import budget, script
 from runtimes.base import HeldThreads, Stage
 from runtimes.config import RuntimeSettings
 from runtimes.interrupts import InterruptGate
@@ -49,6 +49,9 @@ bridge is reached at the same URL path)."""
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 EVENT: TypeAdapter = TypeAdapter(Event)
 TERMINAL = frozenset({EventType.RUN_FINISHED, EventType.RUN_ERROR})
+MODEL_CALL = "mastra:model-call"
+"""The sidecar's CUSTOM event announcing one model request of the run (``runtimes.budget``: the model is
+called from Node, so the run's budget is spent here, in the run's context)."""
 
 
 def sidecar_env(
@@ -66,6 +69,7 @@ def sidecar_env(
         "AGUI_SIDECAR_MODEL_KEY": loopback.key if scripted else settings.openai_api_key or "",
         "AGUI_MODEL_ID": "scripted" if scripted else settings.agui_model_id,
         "AGUI_MODEL_TIMEOUT_S": str(settings.agui_model_timeout_s),
+        "AGUI_MAX_MODEL_CALLS": str(settings.agui_max_model_calls),
         "AGUI_SIDECAR_TOOLS_URL": f"{loopback.base}/tools",
         "AGUI_SIDECAR_TOOLS_KEY": loopback.key,
         "AGUI_SIDECAR_PARENT_INSTRUCTIONS": script.PARENT_INSTRUCTIONS,
@@ -158,6 +162,9 @@ class MastraBridge:
                 last = index == len(bodies) - 1
                 async with aclosing(self._post(body)) as stream:  # closing it closes the request at once
                     async for event in stream:
+                        if event.type == EventType.CUSTOM and event.name == MODEL_CALL:
+                            budget.spend()  # over the run's budget: the run ends, the sidecar's request with it
+                            continue
                         if event.type == EventType.RUN_STARTED:
                             continue
                         if event.type == EventType.RUN_FINISHED and not last:

@@ -16,15 +16,19 @@ import { Mastra } from "@mastra/core/mastra";
 import { createTool } from "@mastra/core/tools";
 import { z } from "zod";
 
-/** The thread of the run being served (set by the server around each run): every model request of
- * the run carries it as `x-agui-thread`, so the app counts the script's chunks as that run's. */
+/** The run being served (set by the server around each run): `{thread, modelCall}`. Every model
+ * request of the run carries the thread as `x-agui-thread`, so the app counts the script's chunks as
+ * that run's, and is announced by `modelCall()` first (the app counts it against the run's budget). */
 export const runScope = new AsyncLocalStorage();
 
 /** fetch with the model's silence limit: no answer, or no chunk for `timeoutMs`, aborts the call. */
 export function silenceLimitedFetch(timeoutMs) {
   return async (url, init = {}) => {
-    const thread = runScope.getStore();
-    if (thread) init = { ...init, headers: { ...Object.fromEntries(new Headers(init.headers)), "x-agui-thread": thread } };
+    const run = runScope.getStore();
+    if (run) {
+      run.modelCall();
+      init = { ...init, headers: { ...Object.fromEntries(new Headers(init.headers)), "x-agui-thread": run.thread } };
+    }
     const controller = new AbortController();
     const silent = () => controller.abort(new DOMException(`no answer for ${timeoutMs} ms`, "TimeoutError"));
     const outer = init.signal;
@@ -122,14 +126,14 @@ function backendTools(settings) {
   };
 }
 
-function researchSpecialist(specialist) {
+function researchSpecialist(specialist, maxSteps) {
   return createTool({
     id: "research_specialist",
     description: "Delegate a research task to the research specialist agent; it answers with its finding.",
     inputSchema: z.object({ task: z.string().describe("What to research.") }),
     execute: async ({ task }, context) => {
       const { resumeData, suspendPayload, suspend } = context.agent;
-      const options = { abortSignal: context.abortSignal, requestContext: context.requestContext };
+      const options = { abortSignal: context.abortSignal, requestContext: context.requestContext, maxSteps };
       // Mastra resolves a suspended specialist's run only for its own `agent-<name>` tools, so this
       // tool keeps the specialist's run id in its suspension payload and resumes that run.
       const stream =
@@ -173,7 +177,7 @@ export function buildMastra(settings, storage) {
     name: "assistant",
     instructions: settings.parentInstructions,
     model,
-    tools: { ...backendTools(settings), delete_file: deleteFile(settings), research_specialist: researchSpecialist(specialist) },
+    tools: { ...backendTools(settings), delete_file: deleteFile(settings), research_specialist: researchSpecialist(specialist, settings.maxSteps) },
   });
   return new Mastra({ agents: { assistant, research_specialist: specialist }, storage, logger: false });
 }

@@ -14,6 +14,8 @@
 //   them from the wire.
 // * cancellation: the bridge's Observable has no teardown, so a client that leaves would not stop
 //   the run. Each request's Mastra calls get an AbortSignal that fires when the request closes.
+// * the run's budget: each model request goes out first as a CUSTOM `mastra:model-call` event, which
+//   the app counts against AGUI_MAX_MODEL_CALLS (runtimes/mastra/bridge.py) and removes from the wire.
 // * failures: a model failure reaches the bridge as an `error` chunk whose Error it flattens to a
 //   string; the original is kept and described (name, status, cause code) on the RUN_ERROR for the
 //   app to name. A specialist whose model fails fails the run (Mastra would hand the error to the
@@ -42,6 +44,7 @@ import { buildMastra, runScope } from "./agents.mjs";
 
 const FORWARDED = "mastra:tool-output";
 const STREAMED_CALL = "mastra:tool-call";
+const MODEL_CALL = "mastra:model-call";
 const CALL_CHUNKS = new Set(["tool-call-input-streaming-start", "tool-call-delta", "tool-call"]);
 const RENDERED = new Set([
   "text-delta", "tool-call-input-streaming-start", "tool-call-delta", "tool-call",
@@ -54,6 +57,8 @@ const settings = {
   apiKey: env.AGUI_SIDECAR_MODEL_KEY || "not-set",
   modelId: env.AGUI_MODEL_ID || "scripted",
   timeoutMs: Number(env.AGUI_MODEL_TIMEOUT_S || 60) * 1000,
+  // Mastra stops an agent after 5 steps by default, quietly; the app's budget is the limit instead.
+  maxSteps: Number(env.AGUI_MAX_MODEL_CALLS || 20) + 1,
   toolsUrl: env.AGUI_SIDECAR_TOOLS_URL,
   toolsKey: env.AGUI_SIDECAR_TOOLS_KEY,
   parentInstructions: env.AGUI_SIDECAR_PARENT_INSTRUCTIONS,
@@ -124,7 +129,7 @@ class ThreadRuns {
     this.index = index;
     const persist = store.persistWorkflowSnapshot.bind(store);
     store.persistWorkflowSnapshot = async (args) => {
-      const thread = runScope.getStore();
+      const thread = runScope.getStore()?.thread;
       if (thread !== undefined) await index.add(thread, JSON.stringify([args.workflowName, args.runId]));
       return persist(args);
     };
@@ -257,7 +262,7 @@ class Exchange {
 
   /** The agent as the bridge sees it: every run gets this request's abort signal and the tee. */
   agent(agent) {
-    const withSignal = (options) => ({ ...options, abortSignal: this.abort.signal });
+    const withSignal = (options) => ({ ...options, abortSignal: this.abort.signal, maxSteps: settings.maxSteps });
     const wrap = (method) => async (first, options) => this.tee(await agent[method](first, withSignal(options)));
     return new Proxy(agent, {
       get: (target, key) => (key === "stream" || key === "resumeStream" ? wrap(key) : bound(target, key)),
@@ -300,7 +305,8 @@ async function serve(request, response) {
   response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
   const exchange = new Exchange(response, input);
   const bridge = new MastraAgent({ agentId: "assistant", agent: exchange.agent(mastra.getAgent("assistant")) });
-  runScope.run(exchange.thread, () =>
+  const modelCall = () => exchange.send({ type: "CUSTOM", name: MODEL_CALL, value: {} });
+  runScope.run({ thread: exchange.thread, modelCall }, () =>
     bridge.run(input).subscribe({
       next: (event) => exchange.send(event),
       error: (error) => exchange.fail(exchange.modelError ?? error),
