@@ -19,7 +19,9 @@ $(UV):
 	$(UV) sync --frozen --python $(PYTHON)
 	touch $@
 
+# Then what each runtime needs beyond the Python lock (deploy/setup.py: e.g. a sidecar's npm ci).
 setup: .venv/.synced
+	.venv/bin/python -m deploy.setup
 
 serve: setup
 	HOST=$(HOST) PORT=$(PORT) .venv/bin/python -m deploy.serve

@@ -11,7 +11,6 @@ way.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import metadata
 
 from ag_ui.core import RunAgentInput
 from fastapi import FastAPI
@@ -83,5 +82,5 @@ def describe(runtime: Runtime) -> RuntimeInfo:
         title=runtime.title,
         route=runtime.route,
         bridge_package=runtime.bridge_package,
-        bridge_version=metadata.version(runtime.bridge_package),
+        bridge_version=runtime.version(runtime.bridge_package),
     )

@@ -3,7 +3,9 @@
 A validated ``RunAgentInput`` goes in once; the SSE bytes of exactly one run come out. The stages,
 innermost first, and why they sit where they do:
 
-1. ``bridge.run(input)``: the runtime's upstream AG-UI bridge (``runtimes/<name>/``).
+1. ``bridge.run(input)``: the runtime's upstream AG-UI bridge (``runtimes/<name>/``); while a
+   bridge that owns a sidecar says it is down (``runtimes.base.available``), RUN_ERROR
+   ``RUNTIME_UNAVAILABLE`` at once instead.
 2. ``bridge.stages``: the runtime's own fixes to what its bridge emits (complete snapshots, model
    error codes, cancelled approvals...), declared by the runtime, applied in its order; then
    ``ApprovalLedger.stage`` (``app.approvals``), which decides what a run may leave parked (and
@@ -49,7 +51,7 @@ from app.runlog import log_run
 from app.runs import CODES as RUN_CODES
 from app.runs import STATE_UNAVAILABLE
 from emitters.core import NativeLatch, SubagentRun, emit_subagents, subagent_events_enabled
-from runtimes.base import Bridge, Runtime
+from runtimes.base import Bridge, Runtime, available
 from runtimes.budget import limit_model_calls
 from runtimes.model_errors import MODEL_CODES
 from store import Store, StoreUnavailable
@@ -57,10 +59,13 @@ from store import Store, StoreUnavailable
 logger = logging.getLogger("agui.pipeline")
 
 INCOMPLETE_RUN = "INCOMPLETE_RUN"
+RUNTIME_UNAVAILABLE = "RUNTIME_UNAVAILABLE"
 ENCODING_ERROR = "ENCODING_ERROR"
 INTERNAL_ERROR = "INTERNAL_ERROR"
 RUNTIME_ERROR = "RUNTIME_ERROR"
-PIPELINE_CODES = frozenset({INCOMPLETE_RUN, ENCODING_ERROR, INTERNAL_ERROR, RUNTIME_ERROR, SERVER_SHUTDOWN})
+PIPELINE_CODES = frozenset(
+    {INCOMPLETE_RUN, RUNTIME_UNAVAILABLE, ENCODING_ERROR, INTERNAL_ERROR, RUNTIME_ERROR, SERVER_SHUTDOWN}
+)
 """The RUN_ERROR codes the pipeline itself sends (docs/errors.md, with every other code)."""
 _ENCODER = EventEncoder()
 
@@ -98,10 +103,16 @@ class RoutePipeline:
             interrupt_owner=self.bridge.interrupt_owner,
         )
         pump = Pump(closing=lambda reason: subagents.visible(subagents.close_all(reason)))
-        events = self.bridge.run(run_input)
-        for stage in self.bridge.stages:
-            events = stage(events, run_input)
-        events = self.ledger.stage(events, run_input)
+        if available(self.bridge):
+            events = self.bridge.run(run_input)
+            for stage in self.bridge.stages:
+                events = stage(events, run_input)
+            events = self.ledger.stage(events, run_input)
+        else:  # the bridge never sees it, so nothing of the thread changes: a new run can follow
+            down = (
+                f"The {self.runtime.title} runtime is not running right now; it is being restarted. Try again shortly."
+            )
+            events = _refusal(run_input, RUNTIME_UNAVAILABLE, down)
         events = limit_model_calls(events, self.settings.agui_max_model_calls)
         events = one_run(emit_subagents(events, subagents), run_input, self.bridge, self.codes)
         events = as_client_named(pump.drain(events), client_thread_id)

@@ -10,14 +10,9 @@ from __future__ import annotations
 from runtimes.adk import runtime as adk
 from runtimes.base import Runtime
 from runtimes.langgraph import runtime as langgraph
+from runtimes.mastra import runtime as mastra
 from runtimes.msaf import runtime as msaf
 from runtimes.pydantic_ai import runtime as pydantic_ai
 from runtimes.strands import runtime as strands
 
-RUNTIMES: tuple[Runtime, ...] = (
-    strands,
-    msaf,
-    adk,
-    pydantic_ai,
-    langgraph,
-)
+RUNTIMES: tuple[Runtime, ...] = (strands, msaf, adk, pydantic_ai, langgraph, mastra)

@@ -10,14 +10,7 @@ from pathlib import Path
 
 from app.registry import RUNTIMES
 
-PACKAGES = (
-    "ag-ui-protocol",
-    *(runtime.bridge_package for runtime in RUNTIMES),
-    "fastapi",
-    "uvicorn",
-    "sse-starlette",
-    "httpx",
-)
+PACKAGES = ("ag-ui-protocol", "fastapi", "uvicorn", "sse-starlette", "httpx")
 
 
 def _first(path: str, prefix: str) -> str | None:
@@ -41,5 +34,8 @@ def machine_info() -> dict:
         "memory_gib": round(int(mem_kib.split()[0]) / 1024 / 1024, 1) if mem_kib else None,
         "python": sys.version.split()[0],
         "platform": platform.platform(),
-        "packages": {name: metadata.version(name) for name in PACKAGES},
+        "packages": {
+            **{name: metadata.version(name) for name in PACKAGES},
+            **{runtime.bridge_package: runtime.version(runtime.bridge_package) for runtime in RUNTIMES},
+        },
     }

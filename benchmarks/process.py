@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.scenarios import BARE_APPS
+from benchmarks.scenarios import BARE_APPS, BARE_COMMANDS
 from deploy.loopback import LOOPBACK, free_port, wait_until_ok
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,10 +87,14 @@ def uvicorn_spec(name: str, factory: str, env: dict[str, str] | None = None) -> 
 
 def server_spec(kind: str, runtime: str, floor_frames: Path | None = None) -> ServerSpec:
     """The server behind one benchmark target: ``ours`` (one process serves every runtime),
-    ``bare`` (that runtime's bridge alone, the app its package declares) or ``floor`` (replays
-    ``floor_frames``)."""
+    ``bare`` (that runtime's bridge alone: the app its package declares, or the command, for a
+    bridge that is not a Python app) or ``floor`` (replays ``floor_frames``)."""
     if kind == "ours":
         return ours_spec()
+    if kind == "bare" and BARE_COMMANDS[runtime]:
+        return ServerSpec(
+            f"bare-{runtime}", BARE_COMMANDS[runtime], OFFLINE_UNPACED, ready_path="/", ready_any_status=True
+        )
     if kind == "bare":
         return uvicorn_spec(f"bare-{runtime}", BARE_APPS[runtime], OFFLINE_UNPACED)
     if kind == "floor":

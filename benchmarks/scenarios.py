@@ -28,6 +28,8 @@ RUNTIMES: dict[str, str] = {runtime.name: runtime.route for runtime in REGISTERE
 """Runtime name -> the path its route (ours and its bare bridge's) is mounted on."""
 BARE_APPS: dict[str, str] = {runtime.name: runtime.bare_app for runtime in REGISTERED}
 """Runtime name -> the ``module:factory`` of its bare bridge app."""
+BARE_COMMANDS: dict[str, tuple[str, ...]] = {runtime.name: runtime.bare_command for runtime in REGISTERED}
+"""Runtime name -> the command serving its bare bridge on ``{port}`` (a bridge that is not a Python app)."""
 
 
 def route_of(runtime: str) -> str:

@@ -5,7 +5,8 @@ captured from this project's route, so it streams exactly as many events, as man
 
 The other comparison, each runtime's upstream bridge on a bare ``FastAPI()`` with the same agent
 (no pipeline, no emitter, no app middleware), is declared by the runtime's own package
-(``Runtime.bare_app``): the difference to our route is exactly what this project adds.
+(``Runtime.bare_app``, or ``Runtime.bare_command`` for a bridge that is not a Python app, e.g. a
+Node server): the difference to our route is exactly what this project adds.
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ It does what the ``Dockerfile`` does, outside a container:
 
 1. ``provision``: copy the build context (exactly what ``.dockerignore`` lets through), then
    run the Dockerfile's own ``uv sync`` steps (``INSTALL_STEPS``) into a fresh virtual
-   environment: the locked dependency set, then the project as a non-editable package.
+   environment: the locked dependency set, then the project as a non-editable package; then,
+   as the image does, every runtime's own set-up with that environment's Python
+   (``RUNTIME_SETUP``: ``deploy/setup.py``, e.g. a sidecar's locked npm modules).
 2. ``check``: start that environment's ``python -m deploy.serve`` (the image's entrypoint) in an
    empty directory, so the installed package is what gets imported, on a free loopback port,
    with the image's default environment. Wait for ``/ok``, then ``deploy.drive`` drives every
@@ -45,6 +47,7 @@ INSTALL_STEPS: tuple[tuple[str, ...], ...] = (
     ("sync", "--locked", "--no-dev", "--no-install-project"),
     ("sync", "--locked", "--no-dev", "--no-editable"),
 )
+RUNTIME_SETUP: tuple[str, ...] = ("python", "-m", "deploy.setup")
 ENTRYPOINT: tuple[str, ...] = ("python", "-m", "deploy.serve")
 
 
@@ -102,7 +105,15 @@ def provision(project: Path, workdir: Path, uv: str) -> Path:
                 f"`{command}` failed with exit code {result.returncode} (the image build would too):\n"
                 + result.stderr.strip()
             )
-    return venv / "bin" / "python"
+    python = venv / "bin" / "python"
+    print(f"boot-check: {' '.join(RUNTIME_SETUP)}", flush=True)
+    result = subprocess.run([str(python), *RUNTIME_SETUP[1:]], cwd=workdir, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise BootCheckError(
+            f"the runtimes' set-up failed with exit code {result.returncode} (the image build would too):\n"
+            + (result.stderr or result.stdout).strip()
+        )
+    return python
 
 
 # --- 2. check: boot the entrypoint and drive every route ---------------------------------

@@ -19,8 +19,10 @@ Adding a runtime = a package under ``runtimes/`` exposing ``runtime`` + one line
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from importlib import metadata
+from typing import Literal, Protocol, runtime_checkable
 
 from ag_ui.core import BaseEvent, Interrupt, RunAgentInput
 
@@ -71,6 +73,26 @@ class Bridge(Protocol):
         ledger evicted it or refused to park it (``app/approvals.py``), on whichever replica; with
         shared state, that includes what the bridge keeps of it in the engine. A bridge never
         drops a waiting thread on its own."""
+
+
+@runtime_checkable
+class Lifecycle(Protocol):
+    """What a bridge that owns something outside the app's process (a sidecar) adds to :class:`Bridge`.
+
+    The app's lifespan enters :meth:`lifespan` of every bridge that has one: it starts what the
+    bridge owns at startup and stops all of it at shutdown, whatever happened in between.
+    """
+
+    def lifespan(self) -> AbstractAsyncContextManager[None]:
+        """Start what the bridge owns; leaving the context stops it (no process left behind)."""
+
+    def available(self) -> bool:
+        """Whether a run can start now; cheap and never blocking (``GET /`` and every run ask it)."""
+
+
+def available(bridge: Bridge) -> bool:
+    """Whether ``bridge`` can serve a run now (a bridge without a :class:`Lifecycle` always can)."""
+    return bridge.available() if isinstance(bridge, Lifecycle) else True
 
 
 Situation = Literal[
@@ -154,6 +176,17 @@ class Runtime:
     native_subagents: bool = False
     """The bridge emits SUBAGENT_* itself: the route's subagent emitter stands down on its first
     one (``emitters.core.NativeLatch``). ``tests/test_native_probe.py`` holds every runtime to it."""
+    bare_command: tuple[str, ...] = ()
+    """Instead of ``bare_app``, for a bridge that is not a Python app: the command that serves the bare
+    bridge on loopback port ``{port}`` at the route's path (it must stop, with anything it started,
+    on SIGTERM)."""
+    version: Callable[[str], str] = metadata.version
+    """The installed version of one of its packages (``bridge_package``, ``packages``): the Python
+    distribution's by default; a runtime whose bridge is not a Python package reads its own lock."""
+    setup: str = ""
+    """A module run as ``python -m <setup>`` with the app's Python, from anywhere, after the Python
+    install (``make setup``, the image build, the boot check): installs what the runtime needs
+    outside the Python lock (a sidecar's modules), idempotent and quick when nothing changed."""
 
     @property
     def route(self) -> str:

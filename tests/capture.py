@@ -55,7 +55,10 @@ def capture_settings() -> Settings:
 
 
 def installed_versions(runtime: Runtime) -> dict[str, str]:
-    return {name: metadata.version(name) for name in versioned(runtime)}
+    """What ``runtime``'s captures record, as installed: the protocol's distribution, and the
+    runtime's packages as the runtime reads them (``Runtime.version``: a sidecar's from its lock)."""
+    protocol, *own = versioned(runtime)
+    return {protocol: metadata.version(protocol)} | {name: runtime.version(name) for name in own}
 
 
 def capture_name(scenario: Scenario, turn: int) -> str:

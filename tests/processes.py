@@ -41,7 +41,8 @@ def served(**extra: str) -> Iterator[tuple[str, subprocess.Popen]]:
     )
     base = f"http://{LOOPBACK}:{port}"
     try:
-        wait_until_ok(base, timeout_s=60, alive=lambda: process.poll() is None)
+        # 120 s: a server that starts a Node sidecar took 38-40 s to answer at load 13 on two cores
+        wait_until_ok(base, timeout_s=120, alive=lambda: process.poll() is None)
         yield base, process
     finally:
         kill(process)

@@ -5,7 +5,6 @@ keepalive, the token gate, CORS and the run log are tests/test_hardening_app.py.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from importlib import metadata
 
 import httpx
 import pytest
@@ -33,8 +32,8 @@ def test_capabilities_list_every_route_with_bridge_version_and_sample_prompts(ba
     listing = httpx.get(f"{base}/").json()
     assert [r["route"] for r in listing["runtimes"]] == list(ROUTES)
     assert [r["name"] for r in listing["runtimes"]] == [runtime.name for runtime in RUNTIMES]
-    for runtime in listing["runtimes"]:
-        assert runtime["bridge_version"] == metadata.version(runtime["bridge_package"])
+    for runtime, registered in zip(listing["runtimes"], RUNTIMES, strict=True):
+        assert runtime["bridge_version"] == registered.version(runtime["bridge_package"])
         assert [f["sample_prompt"] for f in runtime["features"]] == [f.sample_prompt for f in FEATURES]
     assert listing["model"] == "scripted"
 

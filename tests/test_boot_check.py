@@ -187,14 +187,24 @@ def test_dockerfile_installs_exactly_like_the_boot_check() -> None:
     assert all(step[0] == "sync" for step in boot_check.INSTALL_STEPS)
 
 
+def test_dockerfile_runs_the_runtimes_setup_after_the_install_like_the_boot_check() -> None:
+    commands = [command for _, command in _run_commands()]
+    setup = [index for index, command in enumerate(commands) if command[1:] == list(boot_check.RUNTIME_SETUP[1:])]
+    last_sync = max(index for index, command in enumerate(commands) if command[:2] == ["uv", "sync"])
+    assert len(setup) == 1 and setup[0] > last_sync, commands
+    assert commands[setup[0]][0] == "/opt/venv/bin/python"  # the installed environment's Python
+
+
 def test_every_download_step_can_trust_an_extra_ca_bundle() -> None:
-    """The build secret ``ca-certificates`` stands in for the bundle pip and uv are told to trust."""
+    """The build secret ``ca-certificates`` stands in for the bundle pip, uv, apt and npm (the
+    runtimes' set-up) are told to trust."""
     env = " ".join(line for line in _dockerfile_instructions() if line.startswith("ENV "))
     bundle = re.search(r"PIP_CERT=(\S+)", env)
-    assert bundle and "UV_SYSTEM_CERTS=1" in env
+    assert bundle and "UV_SYSTEM_CERTS=1" in env and f"NPM_CONFIG_CAFILE={bundle.group(1)}" in env
     mount = f"--mount=type=secret,id=ca-certificates,target={bundle.group(1)}"
-    downloads = [(options, command) for options, command in _run_commands() if command[0] in ("pip", "uv")]
-    assert len(downloads) == 1 + len(boot_check.INSTALL_STEPS)
+    downloaders = ("pip", "uv", "apt-get", "/opt/venv/bin/python")  # the last: the runtimes' set-up (npm ci)
+    downloads = [(options, command) for options, command in _run_commands() if command[0] in downloaders]
+    assert len(downloads) == 1 + 1 + len(boot_check.INSTALL_STEPS) + 1
     assert all(options == [mount] for options, _ in downloads), downloads
 
 

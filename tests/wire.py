@@ -102,7 +102,8 @@ def serve(settings: Settings | None = None) -> Iterator[Server]:
     thread.start()
     base = f"http://{LOOPBACK}:{port}"
     try:
-        wait_until_ok(base, timeout_s=30, alive=thread.is_alive)
+        # 120 s: the lifespan waits for a sidecar to listen (38-40 s to /ok at load 13 on two cores)
+        wait_until_ok(base, timeout_s=120, alive=thread.is_alive)
         yield Server(base, app, probe)
     finally:
         server.should_exit = True
