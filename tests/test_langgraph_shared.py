@@ -31,25 +31,14 @@ from runtimes.langgraph import runtime
 from runtimes.langgraph.engine_saver import PREFIX, EngineSaver
 from runtimes.langgraph.shared import IDLE_TTL_S, PAUSED_TTL_S
 from store import MemoryStore
-from tests.engine import RedisServer, redis_server
-from tests.processes import served
+from tests.engine import RedisServer
+from tests.processes import replica
 from tests.wire import Run, post_run
 from verifier import parse_sse, verify_thread
 from verifier.client import history_after, run_input
 
 ROUTE = runtime.route
 LEASE_WAIT_S = 10.0
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[str]:
-    """An engine of this module's own: the ledger's parked set is per route, and one test fills it."""
-    with redis_server() as url:
-        yield url
-
-
-def replica(engine: str, **settings: str):  # noqa: ANN201 - the context manager of tests.processes.served
-    return served(AGUI_STATE_URL=engine, AGUI_SCRIPT_DELAY_MS="0", **settings)
 
 
 @pytest.fixture(scope="module")
