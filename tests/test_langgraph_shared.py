@@ -26,28 +26,19 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from app.config import Settings
 from app.pipeline import RoutePipeline
+from app.runs import RunKeys
 from runtimes.langgraph import runtime
 from runtimes.langgraph.engine_saver import PREFIX, EngineSaver
 from runtimes.langgraph.shared import IDLE_TTL_S, PAUSED_TTL_S
 from store import MemoryStore
-from tests.engine import RedisServer, redis_server
-from tests.processes import served
+from tests.engine import RedisServer
+from tests.processes import replica
 from tests.wire import Run, post_run
 from verifier import parse_sse, verify_thread
 from verifier.client import history_after, run_input
 
 ROUTE = runtime.route
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[str]:
-    """An engine of this module's own: the ledger's parked set is per route, and one test fills it."""
-    with redis_server() as url:
-        yield url
-
-
-def replica(engine: str, **settings: str):  # noqa: ANN201 - the context manager of tests.processes.served
-    return served(AGUI_STATE_URL=engine, AGUI_SCRIPT_DELAY_MS="0", **settings)
+LEASE_WAIT_S = 10.0
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +47,20 @@ def replicas(engine: str) -> Iterator[list[str]]:
     settings = {"AGUI_MAX_PARKED_APPROVALS": "1", "AGUI_APPROVAL_MIN_AGE_S": "0"}
     with replica(engine, **settings) as (one, _), replica(engine, **settings) as (two, _):
         yield [one, two]
+
+
+def post(engine: str, base: str, body: dict) -> Run:
+    """``post_run``, returning once the run has let its thread go: a run releases the thread's lease
+    just after its terminal event goes out, and the next request of the thread (or a replica's
+    kill) must not come before that."""
+    run = post_run(base, ROUTE, body)
+    lease = RunKeys.lease_prefix(ROUTE) + body["threadId"]
+    deadline = time.monotonic() + LEASE_WAIT_S
+    with redis.Redis.from_url(engine) as client:
+        while client.exists(lease):
+            assert time.monotonic() < deadline, f"the run still holds {lease}"
+            time.sleep(0.02)
+    return run
 
 
 def thread_keys(engine: str, thread_id: str) -> dict[str, int]:
@@ -76,7 +81,7 @@ def answer(asked: dict, first: Run, approve: object) -> dict:
 def test_paused_approvals_outlive_every_replica(engine: str, replicas: list[str]) -> None:
     both, specialist = run_input("delete a.txt and b.txt"), run_input("Research old logs and delete logs.txt")
     with replica(engine) as (one, _), replica(engine) as (two, _):
-        firsts = [post_run(one, ROUTE, both), post_run(two, ROUTE, specialist)]
+        firsts = [post(engine, one, both), post(engine, two, specialist)]
     # both replicas were killed; two new ones know the threads only from the engine
     for asked, first in zip([both, specialist], firsts, strict=True):
         ttls = thread_keys(engine, asked["threadId"])
@@ -85,31 +90,34 @@ def test_paused_approvals_outlive_every_replica(engine: str, replicas: list[str]
     assert any(key.startswith("agui:langgraph:suspended:") for key in thread_keys(engine, specialist["threadId"]))
 
     mixed = answer(both, firsts[0], lambda i: i["message"] == "Delete a.txt?")
-    second = post_run(replicas[0], ROUTE, mixed)
+    second = post(engine, replicas[0], mixed)
     assert verify_thread([firsts[0].events, second.events]) == [] and second.terminal["type"] == "RUN_FINISHED"
     results = sorted(result["content"] for result in second.of_type("TOOL_CALL_RESULT"))
     assert [r for r in results if "Deleted" in r] == ["Deleted a.txt."], results
-    replayed = post_run(replicas[1], ROUTE, {**mixed, "runId": run_input()["runId"]})
+    replayed = post(engine, replicas[1], {**mixed, "runId": run_input()["runId"]})
     assert replayed.types() == ["RUN_STARTED", "RUN_FINISHED"], "the replay runs nothing"
 
     approved = answer(specialist, firsts[1], lambda _: True)
-    continued = post_run(replicas[1], ROUTE, approved)
+    continued = post(engine, replicas[1], approved)
     assert verify_thread([firsts[1].events, continued.events]) == [], continued.types()
     paused_as = firsts[1].of_type("SUBAGENT_FINISHED")[-1]
     assert paused_as["outcome"]["type"] == "suspended"
-    assert continued.of_type("SUBAGENT_STARTED")[0]["subagentRunId"] == paused_as["subagentRunId"]
+    assert [e["subagentRunId"] for e in continued.of_type("SUBAGENT_STARTED")] == [paused_as["subagentRunId"]], (
+        continued.types(),
+        continued.terminal,
+    )
     assert any("Deleted logs.txt." in r["content"] for r in continued.of_type("TOOL_CALL_RESULT"))
     ttls = thread_keys(engine, specialist["threadId"])
     assert ttls and all(0 < ttl <= IDLE_TTL_S * 1000 for ttl in ttls.values()), "answered: idle, nothing suspended"
 
 
-def conversation(bases: list[str], turns: list[str]) -> Run:
+def conversation(engine: str, bases: list[str], turns: list[str]) -> Run:
     """``turns`` on one thread, each turn on the next of ``bases``, the client keeping the history."""
     history: list[dict] = []
     thread = run_input()["threadId"]
     for number, message in enumerate(turns):
         body = run_input(message, thread_id=thread, messages=history)
-        run = post_run(bases[number % len(bases)], ROUTE, body)
+        run = post(engine, bases[number % len(bases)], body)
         assert run.terminal["type"] == "RUN_FINISHED", run.types()
         history = history_after(body, run.events)
     return run
@@ -126,8 +134,8 @@ def transcript(run: Run) -> list[tuple]:
 
 def test_a_thread_moving_between_replicas_keeps_one_graph_state(engine: str, replicas: list[str]) -> None:
     turns = ["Hello", "What's the weather in Tokyo?", "Hello again"]
-    moving = conversation(replicas, turns)
-    staying = conversation(replicas[:1], turns)
+    moving = conversation(engine, replicas, turns)
+    staying = conversation(engine, replicas[:1], turns)
     assert transcript(moving) == transcript(staying)
     assert [content for role, content, _ in transcript(moving) if role == "user"] == turns, "every turn once"
     ttls = thread_keys(engine, moving.terminal["threadId"])
@@ -136,16 +144,16 @@ def test_a_thread_moving_between_replicas_keeps_one_graph_state(engine: str, rep
 
 def test_the_ledger_of_a_replica_that_never_saw_a_thread_drops_its_state(engine: str, replicas: list[str]) -> None:
     first = run_input("Research old logs and delete logs.txt")
-    parked = post_run(replicas[0], ROUTE, first)
-    assert parked.interrupts()
+    parked = post(engine, replicas[0], first)
+    assert parked.interrupts(), (parked.types(), parked.terminal)
     ttls = thread_keys(engine, first["threadId"])
     assert ttls and all(ttl > (PAUSED_TTL_S - 60) * 1000 for ttl in ttls.values()), ttls
 
-    evicting = post_run(replicas[1], ROUTE, run_input("delete b.txt"))  # the ledger is full: the first goes
+    evicting = post(engine, replicas[1], run_input("delete b.txt"))  # the ledger is full: the first goes
     assert evicting.interrupts()
     assert thread_keys(engine, first["threadId"]) == {}, "the evicted thread's state is gone"
 
-    late = post_run(replicas[0], ROUTE, answer(first, parked, lambda _: True))
+    late = post(engine, replicas[0], answer(first, parked, lambda _: True))
     assert late.types() == ["RUN_STARTED", "RUN_ERROR"] and late.terminal["code"] == "INTERRUPT_EXPIRED"
 
 
