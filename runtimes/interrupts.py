@@ -53,7 +53,7 @@ from ag_ui.core import (
     RunStartedEvent,
 )
 
-from runtimes.base import HeldThreads
+from runtimes.base import FINISHED, HeldThreads, Situation
 from store import Store
 
 PENDING_INTERRUPTS = "PENDING_INTERRUPTS"
@@ -62,6 +62,25 @@ DUPLICATE_INTERRUPT_ID = "DUPLICATE_INTERRUPT_ID"
 PARTIAL_RESUME = "PARTIAL_RESUME"
 INVALID_PAYLOAD = "INVALID_PAYLOAD"
 INTERRUPT_ALREADY_ANSWERED = "INTERRUPT_ALREADY_ANSWERED"
+
+GATE_ANSWERS: dict[Situation, tuple[str, ...]] = {
+    "resume with an unknown interrupt id": (UNKNOWN_INTERRUPT_ID,),
+    "partial resume (one of two pending approvals answered)": (PARTIAL_RESUME,),
+    "resume on a thread that never had an interrupt": (UNKNOWN_INTERRUPT_ID,),
+    "resume of an approval already answered, with a different answer": (INTERRUPT_ALREADY_ANSWERED,),
+    "the same resume sent again after it was answered (replay)": (FINISHED,),
+    "resume payload without the approved boolean": (INVALID_PAYLOAD,),
+    "resume payload missing": (INVALID_PAYLOAD,),
+    "resume payload not an object": (INVALID_PAYLOAD,),
+    "resume with an empty list while an approval is pending": (PARTIAL_RESUME,),
+    "resume naming the same interrupt twice": (DUPLICATE_INTERRUPT_ID,),
+    "new user input while an approval is pending": (PENDING_INTERRUPTS,),
+    "a second run on a thread while its first run is in flight": ("THREAD_BUSY",),
+    # THREAD_BUSY while the first runs; the idempotent replay if the first has already finished
+    "the same resume sent twice at once": ("THREAD_BUSY", FINISHED),
+}
+"""How a route behind the gate answers each situation of docs/errors.md section 2 (its
+``Known.answers``); THREAD_BUSY is the app's lease (``app.runs``), before the gate."""
 
 APPROVAL_SCHEMA = {
     "type": "object",

@@ -6,8 +6,9 @@ itself is imported when the app builds the bridge.
 
 from __future__ import annotations
 
-from runtimes.base import FINISHED, Bridge, Gap, Known, Runtime
+from runtimes.base import Bridge, Gap, Known, Runtime
 from runtimes.config import RuntimeSettings
+from runtimes.interrupts import GATE_ANSWERS
 from store import Store
 
 
@@ -26,22 +27,7 @@ runtime = Runtime(
     loggers=("ag_ui_adk", "google_adk", "google.adk"),
     bare_app="runtimes.adk.bare:bare_app",
     known=Known(
-        answers={
-            "resume with an unknown interrupt id": ("UNKNOWN_INTERRUPT_ID",),
-            "partial resume (one of two pending approvals answered)": ("PARTIAL_RESUME",),
-            "resume on a thread that never had an interrupt": ("UNKNOWN_INTERRUPT_ID",),
-            "resume of an approval already answered, with a different answer": ("INTERRUPT_ALREADY_ANSWERED",),
-            "the same resume sent again after it was answered (replay)": (FINISHED,),
-            "resume payload without the approved boolean": ("INVALID_PAYLOAD",),
-            "resume payload missing": ("INVALID_PAYLOAD",),
-            "resume payload not an object": ("INVALID_PAYLOAD",),
-            "resume with an empty list while an approval is pending": ("PARTIAL_RESUME",),
-            "resume naming the same interrupt twice": ("DUPLICATE_INTERRUPT_ID",),
-            "new user input while an approval is pending": ("PENDING_INTERRUPTS",),
-            "a second run on a thread while its first run is in flight": ("THREAD_BUSY",),
-            # THREAD_BUSY while the first runs; the replay of the settled answer once it has finished
-            "the same resume sent twice at once": ("THREAD_BUSY", FINISHED),
-        },
+        answers=GATE_ANSWERS,
         gaps=(
             Gap(
                 "subagent suspended",

@@ -6,8 +6,9 @@ itself is imported when the app builds the bridge.
 
 from __future__ import annotations
 
-from runtimes.base import FINISHED, Bridge, Known, Runtime
+from runtimes.base import Bridge, Known, Runtime
 from runtimes.config import RuntimeSettings
+from runtimes.interrupts import GATE_ANSWERS
 from store import Store
 
 
@@ -28,24 +29,9 @@ runtime = Runtime(
     native_subagents=True,
     known=Known(
         # The bridge checks no resume itself; the shared interrupt gate answers (runtimes/interrupts.py).
-        answers={
-            "resume with an unknown interrupt id": ("UNKNOWN_INTERRUPT_ID",),
-            "partial resume (one of two pending approvals answered)": ("PARTIAL_RESUME",),
-            "resume on a thread that never had an interrupt": ("UNKNOWN_INTERRUPT_ID",),
-            "resume of an approval already answered, with a different answer": ("INTERRUPT_ALREADY_ANSWERED",),
-            "the same resume sent again after it was answered (replay)": (FINISHED,),
-            "resume payload without the approved boolean": ("INVALID_PAYLOAD",),
-            "resume payload missing": ("INVALID_PAYLOAD",),
-            "resume payload not an object": ("INVALID_PAYLOAD",),
-            "resume with an empty list while an approval is pending": ("PARTIAL_RESUME",),
-            "resume naming the same interrupt twice": ("DUPLICATE_INTERRUPT_ID",),
-            "new user input while an approval is pending": ("PENDING_INTERRUPTS",),
-            "a second run on a thread while its first run is in flight": ("THREAD_BUSY",),
-            # THREAD_BUSY while the first runs; the idempotent replay if the first has already finished
-            "the same resume sent twice at once": ("THREAD_BUSY", FINISHED),
-        },
+        answers=GATE_ANSWERS,
         notes=(
-            "ag-ui-langgraph emits the subagent surface itself (`subagent_visibility=\"attributed\"`), so the "
+            'ag-ui-langgraph emits the subagent surface itself (`subagent_visibility="attributed"`), so the '
             "route has no dialect: the app's subagent emitter stands down on the first native SUBAGENT_* "
             "(tests/test_native_probe.py proves it live). The bridge's subagent lifecycle is written for "
             "deepagents' `task` tool; for any other delegation tool it names the subagent after its checkpoint "

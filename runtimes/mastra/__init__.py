@@ -13,8 +13,9 @@ import json
 import sys
 from pathlib import Path
 
-from runtimes.base import FINISHED, Bridge, Known, Runtime
+from runtimes.base import Bridge, Known, Runtime
 from runtimes.config import RuntimeSettings
+from runtimes.interrupts import GATE_ANSWERS
 from store import Store
 
 LOCK = Path(__file__).resolve().parent / "sidecar" / "package-lock.json"
@@ -41,22 +42,7 @@ runtime = Runtime(
     setup="runtimes.mastra.setup",
     bare_command=(sys.executable, "-m", "runtimes.mastra.bare", "--port", "{port}"),
     known=Known(
-        answers={
-            "resume with an unknown interrupt id": ("UNKNOWN_INTERRUPT_ID",),
-            "partial resume (one of two pending approvals answered)": ("PARTIAL_RESUME",),
-            "resume on a thread that never had an interrupt": ("UNKNOWN_INTERRUPT_ID",),
-            "resume of an approval already answered, with a different answer": ("INTERRUPT_ALREADY_ANSWERED",),
-            "the same resume sent again after it was answered (replay)": (FINISHED,),
-            "resume payload without the approved boolean": ("INVALID_PAYLOAD",),
-            "resume payload missing": ("INVALID_PAYLOAD",),
-            "resume payload not an object": ("INVALID_PAYLOAD",),
-            "resume with an empty list while an approval is pending": ("PARTIAL_RESUME",),
-            "resume naming the same interrupt twice": ("DUPLICATE_INTERRUPT_ID",),
-            "new user input while an approval is pending": ("PENDING_INTERRUPTS",),
-            "a second run on a thread while its first run is in flight": ("THREAD_BUSY",),
-            # THREAD_BUSY while the first runs; once it has finished, the settled answer's replay
-            "the same resume sent twice at once": ("THREAD_BUSY", FINISHED),
-        },
+        answers=GATE_ANSWERS,
         notes=(
             "The route runs Mastra in a Node 22 sidecar the app owns (started with the app, restarted with "
             "backoff when it dies; RUN_ERROR RUNTIME_UNAVAILABLE while it is down). The offline model is the "

@@ -7,8 +7,9 @@ underscore: nothing derives one from the other.
 
 from __future__ import annotations
 
-from runtimes.base import FINISHED, Bridge, Known, Runtime
+from runtimes.base import Bridge, Known, Runtime
 from runtimes.config import RuntimeSettings
+from runtimes.interrupts import GATE_ANSWERS
 from store import Store
 
 
@@ -27,22 +28,7 @@ runtime = Runtime(
     bare_app="runtimes.pydantic_ai.bare:bare_app",
     known=Known(
         # The shared interrupt gate's answers (runtimes/interrupts.py): the adapter is stateless.
-        answers={
-            "resume with an unknown interrupt id": ("UNKNOWN_INTERRUPT_ID",),
-            "partial resume (one of two pending approvals answered)": ("PARTIAL_RESUME",),
-            "resume on a thread that never had an interrupt": ("UNKNOWN_INTERRUPT_ID",),
-            "resume of an approval already answered, with a different answer": ("INTERRUPT_ALREADY_ANSWERED",),
-            "the same resume sent again after it was answered (replay)": (FINISHED,),
-            "resume payload without the approved boolean": ("INVALID_PAYLOAD",),
-            "resume payload missing": ("INVALID_PAYLOAD",),
-            "resume payload not an object": ("INVALID_PAYLOAD",),
-            "resume with an empty list while an approval is pending": ("PARTIAL_RESUME",),
-            "resume naming the same interrupt twice": ("DUPLICATE_INTERRUPT_ID",),
-            "new user input while an approval is pending": ("PENDING_INTERRUPTS",),
-            "a second run on a thread while its first run is in flight": ("THREAD_BUSY",),
-            # THREAD_BUSY while the first runs; the replay once it has finished (a very slow client)
-            "the same resume sent twice at once": ("THREAD_BUSY", FINISHED),
-        },
+        answers=GATE_ANSWERS,
         notes=(
             "pydantic-ai-slim's AG-UI adapter is stateless (the client's `messages` are the history) and "
             "ends a run that waits for approvals with the standard interrupt outcome (`int-<toolCallId>`, its "
