@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from tests.engine import redis_server
-from tests.processes import served
+from tests.processes import replica
 from tests.wire import Run, post_run, run_input
 from verifier import verify_thread
 from verifier.client import history_after, resume
@@ -32,12 +32,9 @@ INDEX = "agui:mastra:runs:*"
 
 @pytest.fixture()
 def engine() -> Iterator[str]:
+    """An engine of each test's own (the sidecar's index and snapshots are counted per test)."""
     with redis_server() as url:
         yield url
-
-
-def replica(engine: str, **settings: str):  # noqa: ANN201 - the context manager of tests.processes.served
-    return served(**{"AGUI_STATE_URL": engine, "AGUI_SCRIPT_DELAY_MS": "0", **settings})
 
 
 def keys(engine: str, pattern: str) -> list[str]:
