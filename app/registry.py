@@ -10,6 +10,7 @@ from __future__ import annotations
 from runtimes.adk import runtime as adk
 from runtimes.base import Runtime
 from runtimes.msaf import runtime as msaf
+from runtimes.pydantic_ai import runtime as pydantic_ai
 from runtimes.strands import runtime as strands
 
-RUNTIMES: tuple[Runtime, ...] = (strands, msaf, adk)
+RUNTIMES: tuple[Runtime, ...] = (strands, msaf, adk, pydantic_ai)

@@ -75,6 +75,14 @@ runtime = Runtime(
             "MESSAGES_SNAPSHOT is rebuilt from the ADK session with message ids of its own (not the client's); "
             "STATE_SNAPSHOT carried the bridge's bookkeeping keys (`_ag_ui_*`, `pending_tool_calls`), which "
             "`runtimes/adk/state.py` keeps off the wire.",
+            "With shared state (`AGUI_STATE_URL`) each thread's ADK session (history, state, the paused "
+            "confirmation) lives in the engine, through ADK's own session seam (`runtimes/adk/redis_sessions.py`, "
+            "a `BaseSessionService` on plain Redis), and nothing of a thread stays in a process between runs; "
+            "so any replica continues any thread. The engine bounds it by time instead of AGUI_THREAD_CACHE_SIZE: "
+            "a session expires 24 h after its last write, or 30 days and an hour after a run that ended waiting "
+            "for an approval (past the interrupt gate's own record; the approval ledger still bounds how many "
+            "wait). A later run on an expired thread starts a fresh history, as a dropped thread does in memory "
+            "mode. A run during which the engine failed ends with STATE_UNAVAILABLE.",
         ),
     ),
 )

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from ag_ui_adk import add_adk_fastapi_endpoint
 from fastapi import FastAPI
+from google.adk.sessions import InMemorySessionService
 
 from runtimes.adk import runtime
 from runtimes.adk.bridge import adk_agent
+from runtimes.adk.sessions import CountBoundedSessions
 from runtimes.config import RuntimeSettings
 
 
 def bare_app() -> FastAPI:
-    agent, _ = adk_agent(RuntimeSettings(), plugins=False)
+    agent = adk_agent(RuntimeSettings(), CountBoundedSessions(InMemorySessionService()), plugins=False)
     app = FastAPI()
     add_adk_fastapi_endpoint(app, agent, runtime.route)
     return app

@@ -14,7 +14,9 @@ What it lacks is added here:
   checks little of it itself), and the dialect's ``parent_calls_on_wire`` (``emitters.adk``);
 * :meth:`AdkBridge.run`: an accepted resume reaches the bridge as ADK needs it
   (``interrupts.with_resumed_calls``); a run whose client went away stops its ADK runner, which the
-  bridge leaves running in a background task; the thread's session is bounded (``sessions``).
+  bridge leaves running in a background task; the thread's session is bounded (``sessions``), or,
+  with shared state (``AGUI_STATE_URL``), kept in the engine with nothing of the thread left in
+  this process between runs (``shared``).
 
 The delegation dialect (``emitters.adk``) is a plugin of the ADK app (``agents``); the emitter core
 finds the run on its own.
@@ -22,7 +24,7 @@ finds the run on its own.
 Private parts of ag-ui-adk 0.7.1 used here: ``ADKAgent._start_background_execution`` (extended by
 :class:`RunScopedAgent` to hand the run the background task it starts, which the bridge leaves
 running when its consumer goes away) and what ``sessions`` forgets with a thread, all checked at
-construction (``sessions.require_private``).
+construction (``sessions.require_private``; with shared state also ``shared.require_private``).
 """
 
 from __future__ import annotations
@@ -33,14 +35,15 @@ import contextvars
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ag_ui.core import BaseEvent, RunAgentInput
-from ag_ui_adk import ADKAgent, PredictStateMapping
+from ag_ui.core import BaseEvent, EventType, RunAgentInput
+from ag_ui_adk import ADKAgent, PredictStateMapping, SessionManager
 from google.adk.sessions import InMemorySessionService
 
 from emitters import adk as dialect
 from runtimes.adk import agents, interrupts
 from runtimes.adk.model import models_for
-from runtimes.adk.sessions import CountBoundedSessions, ThreadSessions, require_private
+from runtimes.adk.sessions import CountBoundedSessions, Threads, ThreadSessions, require_private
+from runtimes.adk.shared import SharedSessions, SharedThreads, engine_sessions
 from runtimes.adk.state import without_bridge_state
 from runtimes.base import HeldThreads, Stage
 from runtimes.config import RuntimeSettings
@@ -55,6 +58,7 @@ PREDICT_STATE = [
     PredictStateMapping(state_key="document", tool=WRITE_DOCUMENT, tool_argument="document", emit_confirm_tool=False)
 ]
 """``document`` fills in from write_document's streamed argument (no confirm_changes review step)."""
+TERMINAL = frozenset({EventType.RUN_FINISHED, EventType.RUN_ERROR})
 CONCURRENT_RUNS = 1024
 """ag-ui-adk refuses runs beyond its execution limit (10 by default), and counts the threads waiting
 for an approval among them: room for that many runs at once beside every paused thread."""
@@ -81,41 +85,48 @@ class RunScopedAgent(ADKAgent):
         return execution
 
 
-def adk_agent(settings: RuntimeSettings, *, plugins: bool = True) -> tuple[ADKAgent, InMemorySessionService]:
-    """The upstream bridge as the route configures it (``plugins=False``: without this project's
-    plugins, for the bare benchmark), and the session service under it."""
+def adk_agent(settings: RuntimeSettings, sessions: SessionManager, *, plugins: bool = True) -> ADKAgent:
+    """The upstream bridge as the route configures it, over ``sessions`` (``plugins=False``: without
+    this project's plugins, for the bare benchmark)."""
     parent_model, specialist_model = models_for(settings)
-    service = InMemorySessionService()
-    agent = RunScopedAgent.from_app(
+    return RunScopedAgent.from_app(
         agents.app(parent_model, specialist_model, agents.route_plugins() if plugins else []),
         user_id=USER_ID,
-        session_manager=CountBoundedSessions(service),
+        session_manager=sessions,
         max_concurrent_executions=settings.agui_thread_cache_size + CONCURRENT_RUNS,
         predict_state=PREDICT_STATE,
         streaming_function_call_arguments=True,
         emit_messages_snapshot=True,
         emit_interrupt_outcome=True,
     )
-    return agent, service
 
 
 class AdkBridge:
-    """``POST /adk/agent``: one ``ADKAgent`` for the app; one ADK session per thread, bounded."""
+    """``POST /adk/agent``: one ``ADKAgent`` for the app; one ADK session per thread, bounded (in this
+    process's memory, or in the shared engine: ``runtimes.adk.shared``)."""
 
     interrupt_owner = None  # an approval inside AgentTool never reaches the parent (docs/matrix.md)
 
     def __init__(self, settings: RuntimeSettings, store: Store) -> None:
-        self._agent, service = adk_agent(settings)
-        require_private(self._agent)
         self._gate = InterruptGate(store, "adk")
-        self._threads = ThreadSessions(
-            self._agent,
-            service,
-            app_name=agents.APP_NAME,
-            user_id=USER_ID,
-            max_threads=settings.agui_thread_cache_size,
-            paused=lambda: self._gate.held_threads().paused,
-        )
+        self._threads: Threads
+        if store.shared and store.url:
+            sessions = engine_sessions(store.url)
+            self._agent = adk_agent(settings, SharedSessions(sessions))
+            require_private(self._agent)
+            self._threads = SharedThreads(self._agent, sessions, app_name=agents.APP_NAME, user_id=USER_ID)
+        else:
+            service = InMemorySessionService()
+            self._agent = adk_agent(settings, CountBoundedSessions(service))
+            require_private(self._agent)
+            self._threads = ThreadSessions(
+                self._agent,
+                service,
+                app_name=agents.APP_NAME,
+                user_id=USER_ID,
+                max_threads=settings.agui_thread_cache_size,
+                paused=lambda: self._gate.held_threads().paused,
+            )
         self.stages: tuple[Stage, ...] = (
             name_model_errors,
             without_bridge_state,
@@ -132,6 +143,8 @@ class AdkBridge:
         events = self._agent.run(interrupts.with_resumed_calls(run_input))
         try:
             async for event in events:
+                if event.type in TERMINAL:
+                    await self._threads.finishing(thread_id, event)
                 yield event
         finally:
             await events.aclose()
@@ -148,7 +161,7 @@ class AdkBridge:
     async def forget(self, thread_id: str) -> None:
         """Drop the thread's pending approval and its session (the app's ledger asks)."""
         await self._gate.forget(thread_id)
-        self._threads.forget(thread_id)
+        await self._threads.forget(thread_id)
 
     def held_threads(self) -> HeldThreads:
         return HeldThreads(

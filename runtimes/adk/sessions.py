@@ -1,4 +1,5 @@
-"""Per-thread memory of the ADK route, bounded by ``AGUI_THREAD_CACHE_SIZE``.
+"""Per-thread memory of the ADK route, bounded by ``AGUI_THREAD_CACHE_SIZE`` (with shared state, the
+engine holds the threads instead: ``runtimes.adk.shared``).
 
 ag-ui-adk 0.7.1 keeps an ADK session per thread (history, state, pending calls) and, beside it,
 its own per-thread bookkeeping; the session manager's only bound is time (a cleanup loop that
@@ -10,7 +11,8 @@ Dropping a thread deletes its session and forgets the bridge's bookkeeping of it
 it starts a fresh session from the request's messages.
 
 :class:`CountBoundedSessions` is the bridge's session manager with its time-based cleanup loop off:
-the bound is this module's, and a loop task outliving every run is not wanted.
+the bound is this module's, and a loop task outliving every run is not wanted. :class:`Threads` is
+what the bridge asks of either kind of thread keeping around each run.
 
 Private state of ag-ui-adk 0.7.1 touched here, because the bridge offers no way to forget a
 thread: ``SessionManager._delete_session`` / ``_start_cleanup_task`` and the ``ADKAgent`` dicts
@@ -23,9 +25,11 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Protocol
 
+from ag_ui.core import BaseEvent
 from ag_ui_adk import ADKAgent, SessionManager
-from google.adk.sessions import InMemorySessionService
+from google.adk.sessions import BaseSessionService, InMemorySessionService
 
 PER_THREAD_DICTS = ("_session_lookup_cache", "_open_interrupts", "_active_executions")
 PER_THREAD_SETS = ("_cache_checked_keys", "_sessions_verified_locally")
@@ -33,10 +37,32 @@ PER_THREAD = (*PER_THREAD_DICTS, *PER_THREAD_SETS)
 """``ADKAgent``'s own per-thread bookkeeping, keyed by ``(thread_id, user_id, app_name)``."""
 
 
-class CountBoundedSessions(SessionManager):
-    """ag-ui-adk's session manager over an in-memory ADK session service, without its cleanup loop."""
+class Threads(Protocol):
+    """What the bridge keeps of the threads it serves, and what it does around each run."""
 
-    def __init__(self, service: InMemorySessionService) -> None:
+    running: set[str]
+    """The threads with a run in flight here."""
+
+    def started(self, thread_id: str) -> None:
+        """A run of the thread starts (before the bridge's first step)."""
+
+    async def finishing(self, thread_id: str, terminal: BaseEvent) -> None:
+        """The run's terminal event is about to go out (everything of the run is written)."""
+
+    async def ended(self, thread_id: str) -> None:
+        """The run is over (its stream closed, its ADK runner stopped)."""
+
+    async def forget(self, thread_id: str) -> None:
+        """Drop the thread and its session (the app's approval ledger asks)."""
+
+    def cached(self) -> frozenset[str]:
+        """The threads whose per-thread state is kept here between runs."""
+
+
+class CountBoundedSessions(SessionManager):
+    """ag-ui-adk's session manager with thread ids as session ids, without its cleanup loop."""
+
+    def __init__(self, service: BaseSessionService) -> None:
         super().__init__(
             session_service=service,
             delete_session_on_cleanup=True,
@@ -45,7 +71,8 @@ class CountBoundedSessions(SessionManager):
         )
 
     def _start_cleanup_task(self) -> None:
-        """No time-based cleanup: :class:`ThreadSessions` bounds the sessions by count."""
+        """No time-based cleanup: :class:`ThreadSessions` bounds the sessions by count (or the
+        engine's TTLs do: ``runtimes.adk.shared``)."""
 
 
 class ThreadSessions:
@@ -80,10 +107,13 @@ class ThreadSessions:
         self._threads.move_to_end(thread_id)
         self.running.add(thread_id)
 
-    def forget(self, thread_id: str) -> None:
+    async def finishing(self, thread_id: str, terminal: BaseEvent) -> None:
+        """Nothing to do: the session is in this process's memory."""
+
+    async def forget(self, thread_id: str) -> None:
         """Drop the thread when a run of the route next ends (the app's ledger asks while a run of
         the route is ending, so that is its own end, or the end of the run that parked the
-        approval which evicted this one). Deleting a session is a coroutine; this is not."""
+        approval which evicted this one)."""
         self._to_forget.add(thread_id)
 
     async def ended(self, thread_id: str) -> None:
@@ -112,11 +142,15 @@ class ThreadSessions:
         session = await self._service.get_session(app_name=self._app_name, user_id=self._user_id, session_id=thread_id)
         if session is not None:
             await self._agent._session_manager._delete_session(session)
-        key = self.key(thread_id)
-        for name in PER_THREAD_DICTS:
-            getattr(self._agent, name).pop(key, None)
-        for name in PER_THREAD_SETS:
-            getattr(self._agent, name).discard(key)
+        drop_bookkeeping(self._agent, self.key(thread_id))
+
+
+def drop_bookkeeping(agent: ADKAgent, key: tuple[str, str, str]) -> None:
+    """Forget the bridge's own per-thread bookkeeping of ``key`` (never the thread's session)."""
+    for name in PER_THREAD_DICTS:
+        getattr(agent, name).pop(key, None)
+    for name in PER_THREAD_SETS:
+        getattr(agent, name).discard(key)
 
 
 def require_private(agent: ADKAgent) -> None:

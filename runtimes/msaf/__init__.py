@@ -14,7 +14,7 @@ from store import Store
 def _build(settings: RuntimeSettings, store: Store) -> Bridge:
     from runtimes.msaf.bridge import MsafBridge
 
-    return MsafBridge(settings)
+    return MsafBridge(settings, store, runtime.route)
 
 
 MIXED_APPROVALS = (
@@ -82,6 +82,15 @@ runtime = Runtime(
             "tool call and its result, a conversation OpenAI and other strict servers refuse (HTTP 400). "
             "`runtimes/msaf/conversation.py` moves it before the turn's user message; the state still reaches "
             "the model, as user content.",
+            "With shared state (AGUI_STATE_URL) a thread's approvals (agent-framework-ag-ui's approval lifecycle "
+            "and tool-approval state, the route's gated calls) live in the engine between runs, one record per "
+            "thread that asked for one (`agui:/msaf/agent:approvals:<thread>`, about 1.5 KB per waiting approval "
+            "and 2.5 KB per settled one; 7 days while one waits, 5 minutes once settled): each run loads it into an "
+            "approval store of its own and writes it back before its terminal event (`runtimes/msaf/shared.py`), so "
+            "any replica answers a resume, a replay or a refusal as one process would, with the same codes. A run "
+            "that starts while an approval waits takes it out of the engine until it ends: if its replica dies (or "
+            "the engine fails) before that, a retry gets APPROVAL_RESUME_NOT_FOUND, and an approved tool never "
+            "runs twice.",
             "The bridge emits no SUBAGENT_* events and holds the delegating call's TOOL_CALL_END back until "
             "its result; `emitters/msaf.py` merges the specialist's in-process updates into the stream, "
             "live, and the emitter core closes the call before SUBAGENT_STARTED and drops the late duplicate.",

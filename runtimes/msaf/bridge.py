@@ -5,7 +5,9 @@ and is used unchanged. The route adds, as its own stages (``runtimes.base.Stage`
 
 * ``with_success_outcome``: a successful RUN_FINISHED says ``outcome: {type: "success"}``, as the
   other routes' finishes do;
-* ``cancel.complete_cancelled_approvals``: a cancelled approval still gets a tool result and a reply.
+* ``cancel.complete_cancelled_approvals``: a cancelled approval still gets a tool result and a reply;
+* with shared state (``AGUI_STATE_URL``), ``shared.SharedApprovals.stage``, outermost: the run's
+  approvals come from the engine and go back to it (``shared``), in a store of the run's own.
 
 Model failures escape the runner as exceptions; ``describe_error`` names them (``errors``), and the
 pipeline's error boundary puts that code on the RUN_ERROR. The delegation dialect
@@ -13,9 +15,10 @@ pipeline's error boundary puts that code on the RUN_ERROR. The delegation dialec
 
 Private state of agent-framework-ag-ui 1.7.0 used here, because the runner offers no other way:
 its approval store (``_approval_state_store``, hard-wired to 10,000 entries kept a day, which a
-flood filled for everyone; replaced by one sized for the app's approval ledger) and that store's
-thread keys and lifecycle (to drop a waiting thread the ledger evicts). Construction fails at once
-if they are gone (``_require_private``).
+flood filled for everyone; replaced by one sized for the app's approval ledger, and with shared
+state by each run's own, on a copy of the runner) and that store's thread keys and lifecycle (to
+drop a waiting thread the ledger evicts; to move a thread's approvals, ``record``). Construction
+fails at once if they are gone.
 """
 
 from __future__ import annotations
@@ -33,16 +36,17 @@ from runtimes import script
 from runtimes.base import HeldThreads, Stage
 from runtimes.config import RuntimeSettings
 from runtimes.model_errors import ModelError
-from runtimes.msaf import errors
+from runtimes.msaf import errors, record
 from runtimes.msaf.agents import build_assistant
 from runtimes.msaf.cancel import PendingApprovals, complete_cancelled_approvals
+from runtimes.msaf.shared import SharedApprovals
+from store import Store
 
 STATE_SCHEMA: dict[str, dict[str, Any]] = {
     "recipe": {"type": "object", "description": "The recipe update_recipe wrote."},
     "document": {"type": "string", "description": "The document write_document is writing."},
 }
 PREDICT_STATE_CONFIG = {"document": {"tool": script.WRITE_DOCUMENT, "tool_argument": "document"}}
-APPROVAL_STORE_ENTRIES = 50_000
 DEFAULT_STATE: dict[str, Any] = {"document": ""}
 """Real defaults: ``state_schema`` alone fills a string key with ``{}``, and the predictive
 STATE_DELTA ``replace /document`` is only valid JSON Patch when the key already exists."""
@@ -59,33 +63,42 @@ def runner(settings: RuntimeSettings) -> AgentFrameworkAgent:
 
 
 class MsafBridge:
-    """``POST /msaf/agent``: one runner for the app; each request gets its own session and state."""
+    """``POST /msaf/agent``: one runner for the app; each request gets its own session and state.
+    ``route`` names the thread records in ``store`` when the store is shared."""
 
     interrupt_owner = None  # an approval inside ``as_tool`` cannot reach the parent (docs/matrix.md)
 
-    def __init__(self, settings: RuntimeSettings) -> None:
+    def __init__(self, settings: RuntimeSettings, store: Store, route: str) -> None:
         self._runner = runner(settings)
         if not isinstance(getattr(self._runner, "_approval_state_store", None), InMemoryAGUIApprovalStateStore):
             raise RuntimeError("agent-framework-ag-ui changed: AgentFrameworkAgent has no _approval_state_store")
-        # Room for every approval the ledger may park, and for settled ones (kept 5 minutes against
-        # a duplicate execution): the upstream store refuses every new approval once it is full.
-        self._runner._approval_state_store = InMemoryAGUIApprovalStateStore(
-            max_entries=APPROVAL_STORE_ENTRIES, terminal_retention_seconds=300
-        )
+        record.require_private()
+        self._runner._approval_state_store = record.approval_store()
         self._pending = PendingApprovals()
+        self._shared = SharedApprovals(store, route) if store.shared else None
         self.stages: tuple[Stage, ...] = (with_success_outcome, self._complete_cancelled_approvals)
+        if self._shared is not None:
+            self.stages += (self._shared.stage,)
 
     def run(self, run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
-        return self._runner.run(runner_input(run_input))
+        if self._shared is None:
+            return self._runner.run(runner_input(run_input))
+        return self._run_shared(run_input)
 
     def describe_error(self, exc: BaseException) -> ModelError | None:
         return errors.describe(exc)
 
     def held_threads(self) -> HeldThreads:
+        if self._shared is not None:  # between runs, the engine holds them (the ledger knows who waits)
+            return HeldThreads(running=self._shared.running())
         return HeldThreads(paused=frozenset(self._pending.threads()))
 
     async def forget(self, thread_id: str) -> None:
-        """Expire the thread's pending approvals in the runner's store (the app's ledger asks)."""
+        """Expire the thread's pending approvals in the runner's store (the app's ledger asks); with
+        shared state, drop the thread's record in the engine."""
+        if self._shared is not None:
+            await self._shared.forget(thread_id)
+            return
         store = self._runner._approval_state_store
         key = approval_state_thread_id(scope=None, thread_id=thread_id)  # unscoped: the route runs single-user
         pending = store.lifecycle.pending_interrupt_ids(thread_id=key)
@@ -94,10 +107,21 @@ class MsafBridge:
         store.delete_tool_approval_state(key)
         self._pending.put(thread_id, {})
 
+    async def _run_shared(self, run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+        """The runner on the run's own approval store (loaded by the shared stage, outside)."""
+        runner = copy.copy(self._runner)
+        runner._approval_state_store = self._shared.of(run_input).store
+        async with aclosing(runner.run(runner_input(run_input))) as events:
+            async for event in events:
+                yield event
+
     def _complete_cancelled_approvals(
         self, events: AsyncIterator[BaseEvent], run_input: RunAgentInput
     ) -> AsyncIterator[BaseEvent]:
-        return complete_cancelled_approvals(events, run_input, self._pending)
+        return complete_cancelled_approvals(events, run_input, self._pending_of)
+
+    def _pending_of(self, run_input: RunAgentInput) -> PendingApprovals:
+        return self._pending if self._shared is None else self._shared.of(run_input).pending
 
 
 def runner_input(run_input: RunAgentInput) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -64,10 +64,12 @@ class PendingApprovals:
 
 
 async def complete_cancelled_approvals(
-    events: AsyncIterator[BaseEvent], run_input: RunAgentInput, pending: PendingApprovals
+    events: AsyncIterator[BaseEvent], run_input: RunAgentInput, pending_of: Callable[[RunAgentInput], PendingApprovals]
 ) -> AsyncIterator[BaseEvent]:
-    """Pass the bridge's events through; answer cancelled approvals the bridge left open."""
+    """Pass the bridge's events through; answer cancelled approvals the bridge left open. The
+    registry is ``pending_of(run_input)``, asked when the run starts (a stage outside may load it)."""
     thread_id = run_input.thread_id
+    pending = pending_of(run_input)
     cancelled_ids = {entry.interrupt_id for entry in run_input.resume or [] if entry.status == "cancelled"}
     cancelled = [call for key, call in pending.get(thread_id).items() if key in cancelled_ids]
     requested: dict[str, GatedCall] = {}

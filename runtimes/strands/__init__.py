@@ -14,7 +14,7 @@ from store import Store
 def _build(settings: RuntimeSettings, store: Store) -> Bridge:
     from runtimes.strands.bridge import StrandsBridge
 
-    return StrandsBridge(settings)
+    return StrandsBridge(settings, store, runtime.route)
 
 
 runtime = Runtime(
@@ -56,6 +56,16 @@ runtime = Runtime(
             "forwarded stream into them, live.",
             "A rejected approval's result is a TOOL_CALL_RESULT; the bridge also forwards the runtime's "
             "`tool_cancel_event` as a RAW event.",
+            "With shared state (`AGUI_STATE_URL`), each thread is a Strands session in the engine "
+            "(`runtimes/strands/sessions.py`: `RepositorySessionManager` through the bridge's "
+            "`session_manager_provider`, one Redis hash per thread): read before each run, written before each "
+            "event goes on, so any replica resumes any thread and none goes on from a copy of its own. It expires "
+            "7 days after its last write while an approval waits, 1 day otherwise; when the approval ledger "
+            "drops the thread (an eviction, or an approval it refuses to park), it is deleted.",
+            "With shared state the conversation is the server's: over a session, ag-ui-strands 0.4.1 gives the "
+            "model the session's history and only the newest user message (and frontend tool results) from the "
+            "request, instead of rebuilding the history from `messages`. Edits to earlier messages are not "
+            "seen, and a thread whose session expired or was evicted starts over from its newest message.",
         ),
     ),
 )

@@ -11,7 +11,10 @@ applies to its stream:
 * ``_trim_after``: the bounded per-thread agent cache (``cache``) comes back to its size when a run
   ends (under load every thread is pinned by its run while it runs);
 * ``close_abandoned_specialists`` (``agents``): a cancelled run's specialist streams are closed,
-  not left to the garbage collector.
+  not left to the garbage collector;
+* with shared state (``AGUI_STATE_URL``), ``EngineSessions.stage`` (``sessions``), innermost: each
+  thread is a Strands session in the engine, read before the run and written as it goes, and this
+  process keeps nothing of a thread between its runs.
 
 The delegation dialect (``emitters.strands``) is wired in as the delegation tool's behaviour and
 a hook on the parent agent; the emitter core finds the run on its own.
@@ -44,7 +47,9 @@ from runtimes.strands.agents import APPROVAL, SUBAGENT_DESCRIPTION, close_abando
 from runtimes.strands.cache import ThreadAgentCache
 from runtimes.strands.model import models_for
 from runtimes.strands.otel import silence_detached_context_noise
+from runtimes.strands.sessions import EngineSessions
 from runtimes.strands.state import complete_snapshots
+from store import Store
 
 _PER_THREAD_BOOKKEEPING = (
     "_proxy_tool_names_by_thread",
@@ -57,21 +62,26 @@ _ACTIVE_RUNS = "_active_runs_by_thread"
 
 
 class StrandsBridge:
-    """``POST /strands/agent``: one ``StrandsAgent`` for the app, its agents cached per thread."""
+    """``POST /strands/agent``: one ``StrandsAgent`` for the app, its agents cached per thread (with
+    shared state: kept in the engine, and here only while a run of the thread goes)."""
 
     interrupt_owner = staticmethod(dialect.interrupt_owner)
 
-    def __init__(self, settings: RuntimeSettings) -> None:
+    def __init__(self, settings: RuntimeSettings, store: Store, route: str) -> None:
         silence_detached_context_noise()
         parent_model, specialist_model = models_for(settings)
         self._thread_cache = ThreadAgentCache(
             settings.agui_thread_cache_size, pinned=self._is_running_or_paused, on_evict=self._forget_bookkeeping
         )
+        self._sessions = EngineSessions(store.url, route, self._drop) if store.shared and store.url else None
         self._agent = StrandsAgent(
             parent_template(parent_model, specialist_model),
             name="strands_demo_assistant",
             description="The demo assistant on AWS Strands Agents.",
-            config=StrandsAgentConfig(tool_behaviors=tool_behaviors()),
+            config=StrandsAgentConfig(
+                tool_behaviors=tool_behaviors(),
+                session_manager_provider=self._sessions.manager if self._sessions is not None else None,
+            ),
             hooks=[
                 dialect.SpecialistOutcomeHook(
                     frozenset({RESEARCH_SPECIALIST}), failure_code=lambda: getattr(model_errors.failure(), "code", None)
@@ -82,6 +92,7 @@ class StrandsBridge:
         _require_private(self._agent, (_ACTIVE_RUNS, *_PER_THREAD_BOOKKEEPING))
         self._forget_when_done: set[str] = set()
         self.stages: tuple[Stage, ...] = (
+            *((self._sessions.stage,) if self._sessions is not None else ()),
             close_abandoned_specialists,
             complete_snapshots,
             model_errors.name_model_errors,
@@ -111,15 +122,22 @@ class StrandsBridge:
         finally:
             if run_input.thread_id in self._forget_when_done:
                 self._forget_when_done.discard(run_input.thread_id)
-                await self.forget(run_input.thread_id)
+                self._drop(run_input.thread_id)
             self._thread_cache.trim()
 
     async def forget(self, thread_id: str) -> None:
         """Drop the thread's agent, and with it its paused approval (the app's ledger asks): now,
-        or when its run ends if one is in flight."""
+        or when its run ends if one is in flight. With shared state, its session in the engine
+        goes now, whichever replica served it."""
+        if self._sessions is not None:
+            await self._sessions.forget(thread_id)
         if thread_id in getattr(self._agent, _ACTIVE_RUNS):
             self._forget_when_done.add(thread_id)
             return
+        self._drop(thread_id)
+
+    def _drop(self, thread_id: str) -> None:
+        """Forget what this process keeps of the thread: its agent and the bridge's bookkeeping."""
         self._thread_cache.pop(thread_id, None)
         self._forget_bookkeeping(thread_id)
 
