@@ -45,6 +45,7 @@ KINDS = ("floor", "bare", "ours")
 DEFAULT_JSON = ROOT / "benchmarks" / "results.json"
 DEFAULT_DOCS = ROOT / "docs" / "performance.md"
 T = TypeVar("T")
+PHASES = ("streaming", "cold_start", "concurrency", "memory", "workers", "capacity")
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,8 @@ class BenchConfig:
     cold_repeats: int = 1
     burst_timeout_s: float = 180.0
     max_seconds: float = 1020.0
+    phases: tuple[str, ...] = PHASES
+    """Which phases run (``--phases``); the cold start needs the streaming phase's captured frames."""
 
     def levels_of(self, scenario: str) -> tuple[int, ...]:
         """The concurrency levels ``scenario`` is measured at."""
@@ -330,12 +333,30 @@ async def run_bench(config: BenchConfig, command: str) -> dict:
             finally:
                 phases[name] = round(time.monotonic() - began, 1)
 
-        streaming, frames = await phase("streaming", measure_streaming(config, logs, deadline))
-        cold = await phase("cold_start", measure_cold_start(config, logs, frames, deadline))
-        concurrency = await phase("concurrency", measure_concurrency(config, logs, deadline))
-        memory = await phase("memory", measure_memory(config, logs, deadline))
-        shared = await phase("workers_and_shared_state", measure_shared_state(config, logs, deadline))
-        capacity = await phase("capacity", measure_capacity(config, logs, deadline))
+        streaming, frames = (
+            await phase("streaming", measure_streaming(config, logs, deadline))
+            if "streaming" in config.phases
+            else ([], None)
+        )
+        cold = (
+            await phase("cold_start", measure_cold_start(config, logs, frames, deadline))
+            if "cold_start" in config.phases and frames is not None
+            else []
+        )
+        concurrency = (
+            await phase("concurrency", measure_concurrency(config, logs, deadline))
+            if "concurrency" in config.phases
+            else []
+        )
+        memory = await phase("memory", measure_memory(config, logs, deadline)) if "memory" in config.phases else []
+        shared = (
+            await phase("workers_and_shared_state", measure_shared_state(config, logs, deadline))
+            if "workers" in config.phases
+            else {"workers": [], "shared_state": [], "workers_ratios": [], "shared_state_ratios": []}
+        )
+        capacity = (
+            await phase("capacity", measure_capacity(config, logs, deadline)) if "capacity" in config.phases else []
+        )
     results = {
         "command": command,
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -363,6 +384,7 @@ def parse_args(argv: list[str]) -> tuple[BenchConfig, argparse.Namespace]:
     parser.add_argument("--quick", action="store_true", help="a fast smoke run (small counts, levels 1 and 10)")
     parser.add_argument("--runtimes", help="comma list, default: " + ",".join(RUNTIMES))
     parser.add_argument("--levels", help="comma list of concurrency levels, default 1,50,200,500")
+    parser.add_argument("--phases", help="comma list of phases to run, default: " + ",".join(PHASES))
     parser.add_argument("--rounds", type=int)
     parser.add_argument("--batch", type=int)
     parser.add_argument("--max-seconds", type=float, help="overall time budget; later phases are skipped after it")
@@ -384,6 +406,10 @@ def parse_args(argv: list[str]) -> tuple[BenchConfig, argparse.Namespace]:
             parser.error(f"unknown runtimes: {', '.join(sorted(unknown))}")
     if args.levels:
         overrides["levels"] = tuple(int(level) for level in args.levels.split(","))
+    if args.phases:
+        overrides["phases"] = tuple(name.strip() for name in args.phases.split(",") if name.strip())
+        if set(overrides["phases"]) - set(PHASES):
+            parser.error(f"unknown phases: {', '.join(sorted(set(overrides['phases']) - set(PHASES)))}")
     for name in ("rounds", "batch", "max_seconds"):
         if getattr(args, name) is not None:
             overrides[name] = getattr(args, name)

@@ -117,10 +117,16 @@ async def measure_concurrency(config: BenchConfig, logs: Path, deadline: Deadlin
                             url = target_url(servers[kind].base, kind, runtime, scenario)
                             timeout = max(5.0, min(config.burst_timeout_s, deadline.remaining()))
                             bodies = [run_body(SCENARIOS[scenario]) for _ in range(level)]
-                            bursts[kind].append(await burst(url, bodies, timeout_s=timeout))
+                            result = await burst(url, bodies, timeout_s=timeout)
+                            if deadline.expired() and result.errors:
+                                break  # cut short by the time budget, not by the server: not a measurement
+                            bursts[kind].append(result)
                         loads.append(load_average()[0])
+                    paired = min(len(results) for results in bursts.values())
                     rows += [
-                        burst_row(bursts[kind], kind, runtime, scenario, level, loads) for kind in kinds if bursts[kind]
+                        burst_row(bursts[kind][:paired], kind, runtime, scenario, level, loads)
+                        for kind in kinds
+                        if paired
                     ]
     return rows
 

@@ -77,6 +77,8 @@ async def measure_shared_state(config: BenchConfig, logs: Path, deadline: Deadli
     its workers) and the engine's CPU per run. Workers: redis x1 and x2 at ``workers_level``;
     state: memory x1 and redis x1 at ``store_level``."""
     rows: dict[str, list[dict]] = {"workers": [], "shared_state": []}
+    if deadline.expired():
+        return {**rows, "workers_ratios": [], "shared_state_ratios": []}
     with RedisServer() as engine, contextlib.ExitStack() as stack:
         servers = {setup: stack.enter_context(_server(setup, engine, logs)) for setup in SETUPS}
         for setup, server in servers.items():
@@ -185,7 +187,9 @@ async def measure_capacity(config: BenchConfig, logs: Path, deadline: Deadline) 
     """Per route and setup (both servers up at once, searched one after the other per route): the
     most concurrent paced plain runs whose p99 event gap stays under ``capacity_gap_factor`` x the
     pacing, searched upward (bounded by ``capacity_max``)."""
-    rows = []
+    rows: list[dict] = []
+    if deadline.expired():
+        return rows
     with RedisServer() as engine, contextlib.ExitStack() as stack:
         servers = {
             setup: stack.enter_context(_server(setup, engine, logs, config.capacity_pacing_ms))
@@ -195,6 +199,8 @@ async def measure_capacity(config: BenchConfig, logs: Path, deadline: Deadline) 
             await _warm(server, setup, config.runtimes)
         for runtime in config.runtimes:
             for setup, server in servers.items():
+                if deadline.expired():
+                    return rows
                 row = await _search(server.base + route_of(runtime), config, deadline)
                 rows.append({"setup": setup.name, "runtime": runtime, **row})
     return rows
