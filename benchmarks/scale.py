@@ -207,8 +207,9 @@ async def measure_capacity(config: BenchConfig, logs: Path, deadline: Deadline) 
 
 
 async def _search(url: str, config: BenchConfig, deadline: Deadline) -> dict:
-    """Double the level from ``capacity_start`` until one is lost (or ``capacity_max``), then try
-    once between the last held and the first lost."""
+    """Double the level from ``capacity_start`` until one is lost (or ``capacity_max``), or halve
+    it while even the start is lost (down to 1), then try once between the last held and the first
+    lost."""
     limit_s = config.capacity_gap_factor * config.capacity_pacing_ms / 1000
     tried: dict[int, dict] = {}
 
@@ -227,6 +228,12 @@ async def _search(url: str, config: BenchConfig, deadline: Deadline) -> dict:
             lost = level
             break
         held, level = level, level * 2
+    while not held and lost is not None and lost > 1 and not deadline.expired():  # the start was already lost: halve
+        level = lost // 2
+        if await holds(level):
+            held = level
+        else:
+            lost = level
     if lost is not None and held and lost - held > max(1, held // 4) and not deadline.expired():
         middle = (held + lost) // 2
         if await holds(middle):
