@@ -34,7 +34,7 @@ TINY = BenchConfig(
     capacity_max=4,
     cold_repeats=1,
     burst_timeout_s=30,
-    max_seconds=240,
+    max_seconds=600,
 )
 
 
