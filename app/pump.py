@@ -112,7 +112,11 @@ class Pump:
         try:
             while True:
                 if self._deadline is not None and self._loop.time() >= self._deadline and not self._ends_soon():
-                    for event in [*self._closing(self._ending.message), self._ending]:
+                    # What the run already produced goes first (a SUBAGENT_STARTED among it opens
+                    # what the closing events close); nothing it produces afterwards goes at all.
+                    self._closed = True
+                    produced, self._ready = list(self._ready), deque()
+                    for event in [*produced, *self._closing(self._ending.message), self._ending]:
                         yield event
                     return
                 if self._ready:

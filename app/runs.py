@@ -254,14 +254,24 @@ class _Producer:
             else:
                 busy = "A run on this thread is still in flight; wait for it to finish."
                 frames = self._pipeline.refuse(self._input, THREAD_BUSY, busy)
+            terminal = None  # held back until the pipeline has closed and the thread is free
             async with aclosing(frames):
                 async for event, frame in frames:
                     number += 1
-                    last = event.type in TERMINAL
-                    ttl_s = self._limits.replay_s if last else RUNNING_LOG_TTL_S
-                    entry = (LAST if last else MORE) + frame
-                    await store.append(keys.log, [(number, entry)], max_len=self._limits.max_events, ttl_s=ttl_s)
-                    ended = last
+                    if event.type in TERMINAL:  # the pipeline's last event
+                        terminal = frame
+                        continue
+                    entry = [(number, MORE + frame)]
+                    await store.append(keys.log, entry, max_len=self._limits.max_events, ttl_s=RUNNING_LOG_TTL_S)
+            # A client that read the terminal event may start the thread's next run at once: release
+            # the thread first (the pipeline, its bridge's clean-up included, is done with it).
+            if leased:
+                leased = False
+                await store.release(keys.lease, keys.claim)
+            if terminal is not None:
+                entry = [(number, LAST + terminal)]
+                await store.append(keys.log, entry, max_len=self._limits.max_events, ttl_s=self._limits.replay_s)
+                ended = True
         except StoreUnavailable:
             logger.warning("run=%.64r | the state store failed mid-run; the run stops", self._input.run_id)
         finally:

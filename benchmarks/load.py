@@ -9,6 +9,15 @@ delegation to the specialist. Each response is checked with the protocol verifie
 (``verify_thread`` for an interrupt and its resume, ``verify_events`` otherwise) and for what the
 prompt must produce; the report gives errors, verifier failures and latency percentiles.
 
+Random disconnects (``--disconnect``, a tenth of runs by default): such a run's client drops its
+connection after a random number of events, then does what an SSE client does: it sends the same
+request again with ``Last-Event-ID`` and must receive the rest exactly once (the events' ids go on
+from where it left, with no gap and no repeat) and a terminal event, the two parts verified as one
+stream. A run the server stopped because its client left (``CLIENT_GONE``, the default
+``AGUI_DETACHED_RUN_S=0``) is then sent again as a new run on the same thread, as a user would, and
+must produce what its prompt asks for: so "nothing lost" means every run of the mix, cut or not,
+ends with its expected content, and no thread is left busy by a client that left.
+
 Bounded on purpose: loopback URLs only, at most ``--concurrency`` runs in flight, and a hard
 ``--timeout`` after which whatever is unfinished is cancelled and counted as an error.
 """
@@ -19,6 +28,8 @@ import argparse
 import asyncio
 import ipaddress
 import json
+import random
+import re
 import sys
 import tempfile
 import time
@@ -83,6 +94,7 @@ class Request:
     ttfe: float | None = None
     total: float = 0.0
     events: Events = field(default_factory=list)
+    ids: list[int] = field(default_factory=list)  # the SSE ``id:`` of each event
     error: str | None = None
 
 
@@ -96,20 +108,39 @@ class Outcome:
     error: str | None = None
     problems: list[str] = field(default_factory=list)  # verifier failures
     unexpected: str | None = None  # valid stream, wrong content
+    cut: str | None = None  # with a disconnect: how the cut run ended (``finished`` or its RUN_ERROR code)
 
 
-async def post(client: httpx.AsyncClient, url: str, route: str, body: dict, kind: str) -> Request:
-    """POST one RunAgentInput and read the whole stream, timing the first event."""
+_EVENT_ID = re.compile(rb"^id: (\d+)$", re.MULTILINE)
+
+
+async def post(
+    client: httpx.AsyncClient,
+    url: str,
+    route: str,
+    body: dict,
+    kind: str,
+    *,
+    leave_after: int | None = None,
+    last_event_id: int | None = None,
+) -> Request:
+    """POST one RunAgentInput and read the stream, timing the first event: to its end, or, with
+    ``leave_after``, until that many whole events came and the run had not ended (then the
+    connection is dropped); with ``last_event_id``, a reconnect reading the rest of the run."""
     request = Request(kind, route)
+    headers = HEADERS if last_event_id is None else {**HEADERS, "last-event-id": str(last_event_id)}
     start = time.perf_counter()
     raw = b""
     try:
-        async with client.stream("POST", url + route, content=json.dumps(body).encode(), headers=HEADERS) as response:
+        async with client.stream("POST", url + route, content=json.dumps(body).encode(), headers=headers) as response:
             async for chunk in response.aiter_raw():
                 raw += chunk
                 if request.ttfe is None and b"data:" in raw:
                     request.ttfe = time.perf_counter() - start
-            if response.status_code != 200:
+                if leave_after is not None and len(_EVENT_ID.findall(raw[: raw.rfind(b"\n\n")])) >= leave_after:
+                    raw = raw[: raw.rfind(b"\n\n") + 2]  # whole frames only, as a client that left has them
+                    break
+            if response.status_code not in (200, 204):
                 request.error = f"HTTP {response.status_code}: {raw[:200]!r}"
     except (httpx.HTTPError, OSError) as exc:
         elapsed = 1000 * (time.perf_counter() - start)
@@ -117,6 +148,7 @@ async def post(client: httpx.AsyncClient, url: str, route: str, body: dict, kind
     request.total = time.perf_counter() - start
     if request.error is None:
         request.events = parse_sse(raw)
+        request.ids = [int(number) for number in _EVENT_ID.findall(raw)]
     return request
 
 
@@ -129,21 +161,64 @@ def resume_input(first_body: dict, first: Events) -> dict:
     )
 
 
-async def one_run(client: httpx.AsyncClient, url: str, route: str, kind: Kind, subagents: bool) -> Outcome:
+async def cut(
+    client: httpx.AsyncClient, url: str, route: str, body: dict, outcome: Outcome, leave_after: int
+) -> Events | None:
+    """Leave the run after ``leave_after`` events, reconnect with ``Last-Event-ID`` and read the
+    rest, recording how it ended in ``outcome.cut``. Returns the whole run's events when it ended
+    on its own; None when the server stopped it because its client left (``CLIENT_GONE``: the run
+    is to be sent again) or when the cut went wrong (``outcome.error`` or ``outcome.problems``)."""
+    head = await post(client, url, route, body, outcome.kind, leave_after=leave_after)
+    outcome.requests.append(head)
+    if head.error or not head.events:
+        outcome.error = head.error or "the cut run's stream had no event"
+        return None
+    events, ids = head.events, head.ids
+    if events[-1]["type"] not in ("RUN_FINISHED", "RUN_ERROR"):  # else it ended before the client left
+        rest = await post(client, url, route, body, "reconnect", last_event_id=head.ids[-1])
+        outcome.requests.append(rest)
+        if rest.error:
+            outcome.error = rest.error
+            return None
+        events, ids = events + rest.events, ids + rest.ids
+    if ids != list(range(1, len(events) + 1)):
+        outcome.problems = [f"lost or repeated events: ids {head.ids} then {ids[len(head.ids) :]}"]
+        return None
+    terminal = events[-1]
+    outcome.cut = terminal.get("code") or "ended" if terminal["type"] == "RUN_ERROR" else "finished"
+    if outcome.cut == "CLIENT_GONE":
+        outcome.problems = verify_events(events)
+        return None
+    return events
+
+
+async def one_run(
+    client: httpx.AsyncClient, url: str, route: str, kind: Kind, subagents: bool, leave_after: int | None = None
+) -> Outcome:
+    """One run of the mix. With ``leave_after`` its first request is cut and reconnected; a run the
+    server stopped for it is sent again as a new run on the same thread."""
     outcome = Outcome(kind.name, route)
-    body = run_input(kind.prompt, thread_id=f"load-{uuid.uuid4().hex[:12]}")
-    first = await post(client, url, route, body, kind.name)
-    outcome.requests.append(first)
-    if first.error:
-        outcome.error = first.error
+    thread_id = f"load-{uuid.uuid4().hex[:12]}"
+    body = run_input(kind.prompt, thread_id=thread_id)
+    events = None if leave_after is None else await cut(client, url, route, body, outcome, leave_after)
+    if outcome.error or outcome.problems:
         return outcome
-    streams = [first.events]
-    if kind.name == "approval":
-        if (first.events[-1].get("outcome") or {}).get("type") != "interrupt":
-            outcome.unexpected = "the approval run did not end in an interrupt"
-            outcome.problems = verify_events(first.events)
+    if events is None:
+        if outcome.cut:
+            body = run_input(kind.prompt, thread_id=thread_id)
+        first = await post(client, url, route, body, kind.name)
+        outcome.requests.append(first)
+        if first.error:
+            outcome.error = first.error
             return outcome
-        second = await post(client, url, route, resume_input(body, first.events), "resume")
+        events = first.events
+    streams = [events]
+    if kind.name == "approval":
+        if (events[-1].get("outcome") or {}).get("type") != "interrupt":
+            outcome.unexpected = "the approval run did not end in an interrupt"
+            outcome.problems = verify_events(events)
+            return outcome
+        second = await post(client, url, route, resume_input(body, events), "resume")
         outcome.requests.append(second)
         if second.error:
             outcome.error = second.error
@@ -151,7 +226,7 @@ async def one_run(client: httpx.AsyncClient, url: str, route: str, kind: Kind, s
         streams.append(second.events)
         outcome.problems = verify_thread(streams)
     else:
-        outcome.problems = verify_events(first.events)
+        outcome.problems = verify_events(events)
     if kind.name == "delegation" and not subagents:
         outcome.unexpected = _finished(streams[-1])
     else:
@@ -164,7 +239,11 @@ def plan(routes: list[str], runs: int) -> list[tuple[str, Kind]]:
     return [(routes[(i // len(KINDS)) % len(routes)], KINDS[i % len(KINDS)]) for i in range(runs)]
 
 
-async def drive(url: str, concurrency: int, runs: int, timeout_s: float, token: str | None) -> dict:
+async def drive(
+    url: str, concurrency: int, runs: int, timeout_s: float, token: str | None, disconnect: float = 0.0, seed: int = 0
+) -> dict:
+    """Run the mix; a ``disconnect`` share of the runs (chosen with ``seed``) is cut at a random event."""
+    chance = random.Random(seed)
     headers = {"authorization": f"Bearer {token}"} if token else {}
     limits = httpx.Limits(max_connections=concurrency + 8, max_keepalive_connections=concurrency + 8)
     async with httpx.AsyncClient(
@@ -175,12 +254,13 @@ async def drive(url: str, concurrency: int, runs: int, timeout_s: float, token: 
         subagents = bool(listing.get("subagentEvents", True))
         slots = asyncio.Semaphore(concurrency)
 
-        async def bounded(route: str, kind: Kind) -> Outcome:
+        async def bounded(route: str, kind: Kind, leave_after: int | None) -> Outcome:
             async with slots:
-                return await one_run(client, url, route, kind, subagents)
+                return await one_run(client, url, route, kind, subagents, leave_after)
 
+        cuts = [chance.randint(1, 12) if chance.random() < disconnect else None for _ in range(runs)]
         outcomes, unfinished, wall = await finish_within(
-            [bounded(route, kind) for route, kind in plan(routes, runs)], timeout_s
+            [bounded(route, kind, cut) for (route, kind), cut in zip(plan(routes, runs), cuts, strict=True)], timeout_s
         )
     return summarize(outcomes, unfinished, wall, routes, concurrency, timeout_s)
 
@@ -210,6 +290,7 @@ def summarize(outcomes: list[Outcome], unfinished: int, wall: float, routes: lis
         "unfinished_at_timeout": unfinished,
         "verifier_failures": sum(1 for outcome in outcomes if outcome.problems),
         "unexpected_content": sum(1 for outcome in outcomes if outcome.unexpected and not outcome.error),
+        "disconnects": dict(Counter(outcome.cut for outcome in outcomes if outcome.cut)),
         "failure_samples": [f"{count}x {text[:300]}" for text, count in samples.most_common(5)]
         + ([f"{unfinished}x unfinished after {timeout_s:.0f} s"] if unfinished else []),
         "latency_ms": {
@@ -229,6 +310,8 @@ def render(summary: dict, url: str) -> str:
         f"({', '.join(summary['routes'])}) in {summary['wall_s']} s",
         f"errors {summary['errors']}, verifier failures {summary['verifier_failures']}, "
         f"unexpected content {summary['unexpected_content']}",
+        "disconnected and reconnected: "
+        + (", ".join(f"{n} {how}" for how, n in sorted(summary["disconnects"].items())) or "none"),
         *(f"  {sample}" for sample in summary["failure_samples"]),
         "",
         "| requests | n | TTFE ms p50 / p95 / p99 | total ms p50 / p95 / p99 |",
@@ -263,10 +346,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, help="total runs (default: --concurrency)")
     parser.add_argument("--timeout", type=float, default=300.0, help="hard limit in seconds for the whole load")
     parser.add_argument("--token", help="bearer token, when the server sets AGUI_TOKEN")
+    parser.add_argument(
+        "--disconnect", type=float, default=0.1, help="share of runs whose client leaves mid-run and reconnects"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="which runs are cut, and where")
     parser.add_argument("--json", type=Path, help="also write the summary here")
     args = parser.parse_args(argv)
     if args.concurrency < 1 or (args.runs is not None and args.runs < 1):
         parser.error("--concurrency and --runs must be at least 1")
+    if not 0 <= args.disconnect <= 1:
+        parser.error("--disconnect is a share of the runs, from 0 to 1")
     runs = args.runs or args.concurrency
     with tempfile.TemporaryDirectory(prefix="agui-load-") as logs:
         server = ServerProcess(served_as_configured(), Path(logs)) if args.spawn else None
@@ -274,7 +363,9 @@ def main(argv: list[str] | None = None) -> int:
             if server is not None:
                 server.start().wait_ready()
             url = server.base if server is not None else loopback_only(args.url)
-            summary = asyncio.run(drive(url, args.concurrency, runs, args.timeout, args.token))
+            summary = asyncio.run(
+                drive(url, args.concurrency, runs, args.timeout, args.token, args.disconnect, args.seed)
+            )
         finally:
             if server is not None:
                 server.stop()

@@ -18,17 +18,19 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cached_property
+from functools import cache, cached_property
 from importlib import metadata
 from pathlib import Path
 
 from app.config import Settings
 from app.registry import RUNTIMES
-from tests.wire import live_server, play
+from tests.wire import Exchange, live_server, play
 from verifier import parse_sse
 from verifier.scenarios import SCENARIOS, Scenario
+from verifier.surfaces import SURFACES, Check, Surface, judge
 
 CAPTURES = Path(__file__).parent / "captures"
 VERSIONED = (
@@ -106,6 +108,22 @@ def load_captures(root: Path = CAPTURES) -> list[CapturedThread]:
             if turns:
                 threads.append(CapturedThread(runtime.name, scenario.surface, turns))
     return threads
+
+
+@cache
+def offline_threads() -> dict[str, CapturedThread]:
+    """The committed threads by ``<runtime>/<scenario>``."""
+    return {thread.key: thread for thread in load_captures()}
+
+
+def against_offline(runtime: str, scenario: str, exchanges: Sequence[Exchange]) -> tuple[Surface, Check, Check]:
+    """The surface ``scenario`` shows, and how well this live thread of it shows that surface beside
+    how the runtime's committed offline capture does (both judged by the surface's predicate)."""
+    [surface] = [surface for surface in SURFACES if scenario in surface.scenarios]
+    live = CapturedThread(
+        runtime, scenario, [Capture(Path(runtime, scenario), e.run.raw, {"request": e.request}) for e in exchanges]
+    )
+    return surface, judge(live, surface.predicate), judge(offline_threads()[f"{runtime}/{scenario}"], surface.predicate)
 
 
 def record(root: Path = CAPTURES) -> list[Path]:

@@ -17,6 +17,14 @@ def endpoint() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="module")
+def engine() -> Iterator[str]:
+    """A real ``redis-server`` of the test module's own, as its URL: replicas share it, and what one
+    module fills (a route's parked approvals) or restarts stays that module's."""
+    with redis_server() as url:
+        yield url
+
+
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     """A real ``redis-server`` (``tests/engine.py``) for the whole session, as its URL; tests that

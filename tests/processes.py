@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from deploy.loopback import LOOPBACK, free_port, wait_until_ok
@@ -46,6 +46,12 @@ def served(**extra: str) -> Iterator[tuple[str, subprocess.Popen]]:
     finally:
         kill(process)
         process.stderr.close()
+
+
+def replica(engine: str, **settings: str) -> AbstractContextManager[tuple[str, subprocess.Popen]]:
+    """:func:`served` as one replica over the shared engine at ``engine``, on the offline model at
+    full speed unless ``settings`` say otherwise."""
+    return served(**{"AGUI_STATE_URL": engine, "AGUI_SCRIPT_DELAY_MS": "0", **settings})
 
 
 def kill(process: subprocess.Popen) -> None:

@@ -37,23 +37,13 @@ from runtimes.adk import runtime
 from runtimes.adk.redis_sessions import watch
 from runtimes.adk.shared import IDLE_TTL_S, PAUSED_TTL_S, engine_sessions
 from store import MemoryStore
-from tests.engine import RedisServer, redis_server
-from tests.processes import served
+from tests.engine import RedisServer
+from tests.processes import replica
 from tests.wire import Run, post_run
 from verifier import parse_sse, verify_thread
 from verifier.client import history_after, resume, run_input
 
 ROUTE = runtime.route
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[str]:
-    with redis_server() as url:
-        yield url
-
-
-def replica(engine: str, **settings: str):  # noqa: ANN201 - the context manager of tests.processes.served
-    return served(AGUI_STATE_URL=engine, AGUI_SCRIPT_DELAY_MS="0", **settings)
 
 
 @pytest.fixture(scope="module")

@@ -91,6 +91,22 @@ def test_load_runs_every_kind_on_every_route_and_verifies_it() -> None:
     assert summary["unexpected_content"] == 0, summary["failure_samples"]
     assert len(summary["routes"]) >= 2
     assert {kind.name for kind in KINDS} | {"resume", "all"} == set(summary["latency_ms"])
+    assert summary["disconnects"] == {}
+
+
+def test_load_with_disconnects_loses_nothing() -> None:
+    """Every run is cut at a random event: each reconnects, reads the rest exactly once, and a run
+    the server stopped is sent again and still produces its content (paced, so cuts land mid-run)."""
+    runs = 4 * len(KINDS)
+    with live_server(Settings(agui_script_delay_ms=20)) as base:
+        summary = asyncio.run(drive(base, concurrency=8, runs=runs, timeout_s=120, token=None, disconnect=1.0))
+
+    assert summary["errors"] == summary["verifier_failures"] == summary["unexpected_content"] == 0, summary[
+        "failure_samples"
+    ]
+    assert sum(summary["disconnects"].values()) == runs
+    assert summary["disconnects"].get("CLIENT_GONE", 0) > 0, summary["disconnects"]
+    assert summary["latency_ms"]["reconnect"]["requests"] > 0
 
 
 @pytest.mark.parametrize("url", ["http://10.0.0.1:8000", "https://example.com", "http://0.0.0.0:8000"])

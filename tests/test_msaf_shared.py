@@ -11,15 +11,17 @@ a replica that never served a thread, drops its record; and what the engine hold
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 
 import pytest
 import redis
 
 from runtimes.msaf import shared
-from tests.engine import redis_server
-from tests.processes import kill, served
+from tests import processes
+from tests.processes import kill
 from tests.wire import Run, open_stream, post_run, run_input
 from verifier import verify_thread
 from verifier.scenarios import APPROVE, REJECT, resume_with
@@ -30,14 +32,8 @@ ONE_WAITING = {"AGUI_MAX_PARKED_APPROVALS": "1", "AGUI_APPROVAL_MIN_AGE_S": "0"}
 """The approval ledger holds one waiting thread per route: parking one evicts the one before."""
 
 
-@pytest.fixture(scope="module")
-def engine() -> Iterator[str]:
-    with redis_server() as url:
-        yield url
-
-
-def replica(engine: str, **settings: str):  # noqa: ANN201 - the context manager of tests.processes.served
-    return served(**{"AGUI_STATE_URL": engine, "AGUI_LEASE_S": str(LEASE_S), "AGUI_SCRIPT_DELAY_MS": "0", **settings})
+def replica(engine: str, **settings: str) -> AbstractContextManager[tuple[str, subprocess.Popen]]:
+    return processes.replica(engine, **{"AGUI_LEASE_S": str(LEASE_S), **settings})
 
 
 @pytest.fixture(scope="module")

@@ -308,6 +308,31 @@ async def test_a_bridge_that_stops_mid_run_gets_a_terminal_event() -> None:
     assert verify_events(events) == []
 
 
+async def test_a_run_ended_early_sends_what_it_produced_before_closing_it() -> None:
+    """Its clients left (``end_by``) while a SUBAGENT_STARTED was still waiting to go out: the start
+    goes first, then the SUBAGENT_ERROR closing it, then the RUN_ERROR; nothing produced later."""
+    route = pipeline()
+    ended = asyncio.Event()
+
+    async def cut_by_the_client() -> AsyncIterator[BaseEvent]:
+        yield RunStartedEvent(thread_id=THREAD, run_id=RUN)
+        yield ToolCallStartEvent(tool_call_id="c", tool_call_name="research_specialist")
+        yield ToolCallEndEvent(tool_call_id="c")
+        current_run().start("c", "research_specialist")
+        run.end_by(0, "CLIENT_GONE", "Every client of this run left.")
+        ended.set()
+        await asyncio.Event().wait()  # the bridge would go on; the pump ends the run
+        yield TextMessageStartEvent(message_id="late")
+
+    route.bridge.events = cut_by_the_client()
+    run = route.open(request())
+    events = parse_sse(b"".join([frame async for _, frame in run.frames]))
+    assert ended.is_set()
+    assert [e["type"] for e in events][-3:] == ["SUBAGENT_STARTED", "SUBAGENT_ERROR", "RUN_ERROR"], events
+    assert events[-1]["code"] == "CLIENT_GONE"
+    assert verify_events(events) == []
+
+
 async def test_nothing_is_injected_after_the_terminal_event() -> None:
     async def late_injection() -> AsyncIterator[BaseEvent]:
         yield RunStartedEvent(thread_id=THREAD, run_id=RUN)

@@ -13,20 +13,14 @@ that surface is expected partial, whatever the route.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests import fake_openai
-from tests.capture import Capture, CapturedThread, load_captures
+from tests.capture import against_offline
 from tests.fake_openai import fake_openai_server, real_model_settings
 from tests.wire import ROUTES, RUNTIME_BY_ROUTE, live_server, play
 from verifier.scenarios import SCENARIOS, Scenario
-from verifier.surfaces import SURFACES, judge
-
-OFFLINE = {thread.key: thread for thread in load_captures()}
-SURFACE_OF = {scenario: surface for surface in SURFACES for scenario in surface.scenarios}
-
 
 WHOLE_CALLS = "scripted-whole-calls"
 
@@ -45,17 +39,9 @@ def base(model: str) -> Iterator[str]:
 @pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[scenario.surface for scenario in SCENARIOS])
 def test_every_surface_comes_out_as_it_does_offline(base: str, model: str, route: str, scenario: Scenario) -> None:
-    runtime = RUNTIME_BY_ROUTE[route].name
     refused = len(fake_openai.refused)
     exchanges = play(base, route, scenario)
     assert fake_openai.refused[refused:] == [], "a request the route sent its model was invalid"
-    live = CapturedThread(
-        runtime,
-        scenario.surface,
-        [Capture(Path(runtime, scenario.surface), e.run.raw, {"request": e.request}) for e in exchanges],
-    )
-    surface = SURFACE_OF[scenario.surface]
-    offline = judge(OFFLINE[f"{runtime}/{scenario.surface}"], surface.predicate)
+    surface, verdict, offline = against_offline(RUNTIME_BY_ROUTE[route].name, scenario.surface, exchanges)
     expected = "partial" if model == WHOLE_CALLS and scenario.surface == "predictive_state" else offline.status
-    verdict = judge(live, surface.predicate)
     assert verdict.status == expected, f"{surface.title}: {verdict.observed or 'yes'} (offline: {offline})"

@@ -20,36 +20,30 @@ from __future__ import annotations
 
 import asyncio
 import re
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 
-from tests.capture import Capture, CapturedThread, load_captures
-from tests.engine import RedisServer, redis_server
-from tests.processes import kill, served
-from tests.wire import ROUTES, RUNTIME_BY_ROUTE, open_stream, play, post_run, run_input
-from verifier import verify_events
+from tests import processes
+from tests.capture import against_offline
+from tests.engine import RedisServer
+from tests.processes import kill
+from tests.wire import ROUTES, RUNTIME_BY_ROUTE, open_stream, play, post_run, read_until, run_input
+from verifier import verify_events, verify_thread
 from verifier.scenarios import SCENARIOS, Scenario
-from verifier.surfaces import SURFACES, judge
 
-OFFLINE = {thread.key: thread for thread in load_captures()}
-SURFACE_OF = {scenario: surface for surface in SURFACES for scenario in surface.scenarios}
 LEASE_S = 3
 """AGUI_LEASE_S for these replicas: short, so a killed replica's thread frees up soon."""
 
 
-@pytest.fixture(scope="module")
-def engine() -> Iterator[str]:
-    with redis_server() as url:
-        yield url
-
-
-def replica(engine: str, **settings: str):  # noqa: ANN201 - the context manager of tests.processes.served
-    return served(AGUI_STATE_URL=engine, AGUI_LEASE_S=str(LEASE_S), **settings)
+def replica(engine: str, **settings: str) -> AbstractContextManager[tuple[str, subprocess.Popen]]:
+    return processes.replica(engine, **{"AGUI_LEASE_S": str(LEASE_S), **settings})
 
 
 @pytest.fixture(scope="module")
@@ -63,16 +57,8 @@ def replicas(engine: str) -> Iterator[list[str]]:
 def test_every_surface_with_requests_alternating_between_replicas(
     replicas: list[str], route: str, scenario: Scenario
 ) -> None:
-    runtime = RUNTIME_BY_ROUTE[route].name
     exchanges = play(replicas, route, scenario)
-    live = CapturedThread(
-        runtime,
-        scenario.surface,
-        [Capture(Path(runtime, scenario.surface), e.run.raw, {"request": e.request}) for e in exchanges],
-    )
-    surface = SURFACE_OF[scenario.surface]
-    offline = judge(OFFLINE[f"{runtime}/{scenario.surface}"], surface.predicate)
-    verdict = judge(live, surface.predicate)
+    surface, verdict, offline = against_offline(RUNTIME_BY_ROUTE[route].name, scenario.surface, exchanges)
     assert verdict.status == offline.status, f"{surface.title}: {verdict.observed or 'yes'} (one process: {offline})"
 
 
@@ -82,17 +68,6 @@ def paced(engine: str) -> Iterator[list[str]]:
     settings = {"AGUI_SCRIPT_DELAY_MS": "40", "AGUI_DETACHED_RUN_S": "60"}
     with replica(engine, **settings) as (one, _), replica(engine, **settings) as (two, _):
         yield [one, two]
-
-
-async def cut_after(base: str, route: str, body: dict, first: str) -> list[dict]:
-    """Read a run on ``base`` up to its first ``first`` event, then drop the connection."""
-    seen: list[dict] = []
-    async with open_stream(base, route, body) as events:
-        async for event in events:
-            seen.append(event)
-            if event["type"] == first:
-                break
-    return seen
 
 
 @pytest.mark.parametrize("route", ROUTES)
@@ -119,7 +94,7 @@ def test_a_run_in_flight_on_one_replica_keeps_its_thread_busy_on_the_other(paced
 )
 def test_a_client_reconnects_to_the_other_replica(paced: list[str], route: str, prompt: str, cut_at: str) -> None:
     body = run_input(prompt)
-    head = asyncio.run(cut_after(paced[0], route, body, cut_at))
+    head = asyncio.run(read_until(paced[0], route, body, cut_at))
     rest = post_run(paced[1], route, body, headers={"last-event-id": str(len(head))})
     numbers = [int(n) for n in re.findall(rb"^id: (\d+)$", rest.raw, re.MULTILINE)]
     assert numbers == list(range(len(head) + 1, len(head) + len(rest.events) + 1)), "the rest, exactly once"
@@ -133,7 +108,7 @@ def test_a_run_whose_replica_dies_ends_with_run_lost_and_frees_its_thread(engine
     body = run_input("Write a story about dragons")
     with replica(engine, **settings) as (survivor, _):
         with replica(engine, **settings) as (doomed, process):
-            head = asyncio.run(cut_after(doomed, route, body, "TEXT_MESSAGE_CONTENT"))
+            head = asyncio.run(read_until(doomed, route, body, "TEXT_MESSAGE_CONTENT"))
             kill(process)
         started = time.monotonic()
         rest = post_run(survivor, route, body, headers={"last-event-id": str(len(head))}, timeout=60)
@@ -217,7 +192,7 @@ def test_two_workers_of_one_server_share_its_threads(engine: str) -> None:
             for scenario in SCENARIOS:
                 if scenario.surface in ("approval", "frontend_tool"):
                     exchanges = play(base, route, scenario)
-                    assert all(verify_events(e.run.events) == [] for e in exchanges), (route, scenario.surface)
+                    assert verify_thread([e.run.events for e in exchanges]) == [], (route, scenario.surface)
                     assert exchanges[-1].run.terminal["type"] == "RUN_FINISHED"
 
 
@@ -235,12 +210,5 @@ def test_a_bounded_load_across_two_replicas_loses_nothing(replicas: list[str]) -
     with ThreadPoolExecutor(max_workers=LOAD_CONCURRENCY) as pool:
         threads = list(pool.map(one, work))
     for route, scenario, exchanges in threads:
-        runtime = RUNTIME_BY_ROUTE[route].name
-        live = CapturedThread(
-            runtime,
-            scenario.surface,
-            [Capture(Path(runtime, scenario.surface), e.run.raw, {"request": e.request}) for e in exchanges],
-        )
-        surface = SURFACE_OF[scenario.surface]
-        offline = judge(OFFLINE[f"{runtime}/{scenario.surface}"], surface.predicate)
-        assert judge(live, surface.predicate).status == offline.status, (route, scenario.surface)
+        _, verdict, offline = against_offline(RUNTIME_BY_ROUTE[route].name, scenario.surface, exchanges)
+        assert verdict.status == offline.status, (route, scenario.surface)

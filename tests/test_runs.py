@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from app.config import Settings
-from tests.wire import ROUTES, RUNTIME_BY_ROUTE, Run, arun, live_server, open_stream, post_run, run_input
+from tests.wire import ROUTES, RUNTIME_BY_ROUTE, Run, arun, live_server, post_run, read_until, run_input
 from verifier import verify_events, verify_thread
 from verifier.client import history_after, resume
 
@@ -45,17 +45,6 @@ def detached() -> Iterator[str]:
 
 def reconnect(base: str, route: str, body: dict, last_event_id: int | str, **headers: str) -> Run:
     return post_run(base, route, body, headers={"last-event-id": str(last_event_id), **headers})
-
-
-async def read_until(base: str, route: str, body: dict, first: str) -> list[dict]:
-    """Read the run's stream up to and including its first ``first`` event, then drop the connection."""
-    seen: list[dict] = []
-    async with open_stream(base, route, body) as events:
-        async for event in events:
-            seen.append(event)
-            if event["type"] == first:
-                break
-    return seen
 
 
 @pytest.mark.parametrize("route", ROUTES)

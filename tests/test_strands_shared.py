@@ -25,8 +25,8 @@ from strands.types.session import SessionMessage
 from runtimes.strands import runtime
 from runtimes.strands.sessions import IDLE_TTL_S, PAUSED_TTL_S, TIMEOUT_S, EngineSessions
 from store import StoreUnavailable
-from tests.engine import RedisServer, redis_server
-from tests.processes import served
+from tests.engine import RedisServer
+from tests.processes import replica
 from tests.wire import Run, post_run, run_input
 from verifier import verify_events, verify_thread
 from verifier.client import history_after, resume
@@ -34,17 +34,6 @@ from verifier.client import history_after, resume
 ROUTE = runtime.route
 APPROVAL = "delete notes.txt"
 SPECIALIST_APPROVAL = "Research old logs and delete logs.txt"
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[str]:
-    """An engine of this module's own: the ledger's parked set is per route, and one test fills it."""
-    with redis_server() as url:
-        yield url
-
-
-def replica(engine: str, **settings: str):  # noqa: ANN201 - the context manager of tests.processes.served
-    return served(AGUI_STATE_URL=engine, AGUI_SCRIPT_DELAY_MS="0", **settings)
 
 
 @pytest.fixture(scope="module")

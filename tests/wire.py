@@ -251,6 +251,17 @@ async def open_stream(base: str, route: str, body: dict, *, deadline_s: float = 
             yield events()
 
 
+async def read_until(base: str, route: str, body: dict, first: str) -> list[dict]:
+    """Read the run's stream up to and including its first ``first`` event, then drop the connection."""
+    seen: list[dict] = []
+    async with open_stream(base, route, body) as events:
+        async for event in events:
+            seen.append(event)
+            if event["type"] == first:
+                break
+    return seen
+
+
 @dataclass(frozen=True)
 class Exchange:
     """One request of a scenario and what the route answered."""

@@ -141,9 +141,11 @@ class AdkBridge:
         _EXECUTIONS.set(started)
         self._threads.started(thread_id)
         events = self._agent.run(interrupts.with_resumed_calls(run_input))
+        ended = False
         try:
             async for event in events:
-                if event.type in TERMINAL:
+                ended = event.type in TERMINAL
+                if ended:
                     await self._threads.finishing(thread_id, event)
                 yield event
         finally:
@@ -153,6 +155,8 @@ class AdkBridge:
                     execution.task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await execution.task
+            if not ended:  # cut short: the session may hold half a turn, or an approval no client was told of
+                await self._threads.forget(thread_id)
             await self._threads.ended(thread_id)
 
     def describe_error(self, exc: BaseException) -> ModelError | None:

@@ -15,7 +15,7 @@ from store import Store
 def _build(settings: RuntimeSettings, store: Store) -> Bridge:
     from runtimes.pydantic_ai.bridge import PydanticAIBridge
 
-    return PydanticAIBridge(settings, store)
+    return PydanticAIBridge(settings, store, runtime.route)
 
 
 runtime = Runtime(
@@ -60,6 +60,14 @@ runtime = Runtime(
             "`run_stream_events` into them, live. A specialist's approval defers the delegation call itself; "
             "the route shows the specialist's call as the interrupt and continues the specialist on the "
             "resume (`runtimes/pydantic_ai/approvals.py`).",
+            "With shared state (`AGUI_STATE_URL`) the paused specialist (its message history, in Pydantic AI's "
+            "own `ModelMessagesTypeAdapter` form, and the calls it waits on) is a record in the engine "
+            "(`runtimes/pydantic_ai/shared.py`), not in a process: any replica continues it on the resume, and "
+            "the approval ledger's eviction on any replica drops it. The rest of a thread is the client's (the "
+            "adapter is stateless) or the interrupt gate's, already in the engine. The record expires 30 days and "
+            "an hour after the pause (past the gate's record) and is deleted by the resume before the specialist "
+            "continues, so a resume whose replica died is never continued twice. A run whose read or write of "
+            "it failed ends with STATE_UNAVAILABLE.",
         ),
     ),
 )

@@ -13,7 +13,8 @@ what the user is asked. This module is the translation at the route boundary:
   the specialist's call id (the emitter core namespaces it and adds ``subagentRunId``), the
   adapter's response schema, and ``metadata.parentToolCallId`` (which tells the emitter core whose
   subagent asked: :func:`interrupt_owner`);
-* the paused specialist runs are kept per thread (:class:`PausedSpecialists`) until the resume;
+* the paused specialist runs are kept per thread until the resume: in this process
+  (:class:`PausedSpecialists`), or in the engine with shared state (``runtimes.pydantic_ai.shared``);
 * inbound (:func:`continuations`): the answers to those interrupts are read by the adapter's own
   translation (``AGUIAdapter.deferred_tool_results``) into the specialist's ``DeferredToolResults``,
   handed to the delegation tool (``deps.continuations``), and the delegation call is approved so
@@ -23,6 +24,7 @@ what the user is asked. This module is the translation at the route boundary:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from ag_ui.core import Interrupt, RunAgentInput
 from pydantic_ai import Agent
@@ -46,8 +48,24 @@ class Paused:
     suspension: Suspension
 
 
+class Specialists(Protocol):
+    """Where the route keeps, per thread, the specialist interrupts waiting for an answer (by id)."""
+
+    async def keep(self, thread_id: str, paused: dict[str, Paused]) -> None:
+        """Keep ``paused`` (none: nothing) for the thread's next run."""
+
+    async def take(self, run_input: RunAgentInput) -> dict[str, Paused]:
+        """What the thread's run ``run_input`` may continue; nothing is kept for the thread after."""
+
+    async def forget(self, thread_id: str) -> None:
+        """Drop what is kept for the thread."""
+
+    def threads(self) -> frozenset[str]:
+        """The threads this process holds paused specialists of."""
+
+
 class PausedSpecialists:
-    """Per thread, the specialist interrupts waiting for an answer, by interrupt id.
+    """Per thread, in this process, the specialist interrupts waiting for an answer, by interrupt id.
 
     Bounded from outside: an entry lives until the thread's next run takes it, or until the app's
     approval ledger drops the thread (``Bridge.forget``), which bounds the threads waiting.
@@ -56,12 +74,15 @@ class PausedSpecialists:
     def __init__(self) -> None:
         self._by_thread: dict[str, dict[str, Paused]] = {}
 
-    def keep(self, thread_id: str, paused: dict[str, Paused]) -> None:
+    async def keep(self, thread_id: str, paused: dict[str, Paused]) -> None:
         if paused:
             self._by_thread[thread_id] = paused
 
-    def take(self, thread_id: str) -> dict[str, Paused]:
-        return self._by_thread.pop(thread_id, {})
+    async def take(self, run_input: RunAgentInput) -> dict[str, Paused]:
+        return self._by_thread.pop(run_input.thread_id, {})
+
+    async def forget(self, thread_id: str) -> None:
+        self._by_thread.pop(thread_id, None)
 
     def threads(self) -> frozenset[str]:
         return frozenset(self._by_thread)

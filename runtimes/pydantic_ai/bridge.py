@@ -27,7 +27,8 @@ Its stages (``runtimes.base.Stage``), innermost first:
 
 What it keeps for a thread waiting for an answer (the gate's record, a paused specialist) is
 dropped when the app's approval ledger asks (:meth:`PydanticAIBridge.forget`), or taken by the
-thread's next run.
+thread's next run. Both are in the app's store: with shared state the paused specialists are a
+record in the engine too (``runtimes.pydantic_ai.shared``), else they stay in this process.
 """
 
 from __future__ import annotations
@@ -55,9 +56,10 @@ from runtimes.interrupts import InterruptGate
 from runtimes.model_errors import ModelError, describe
 from runtimes.pydantic_ai import approvals
 from runtimes.pydantic_ai.agents import build_assistant
-from runtimes.pydantic_ai.approvals import PausedSpecialists
+from runtimes.pydantic_ai.approvals import PausedSpecialists, Specialists
 from runtimes.pydantic_ai.deps import RunDeps
 from runtimes.pydantic_ai.model import models_for
+from runtimes.pydantic_ai.shared import EngineSpecialists
 from runtimes.pydantic_ai.teardown import cancel_parked, run_tasks
 from runtimes.script import WRITE_DOCUMENT
 from store import Store
@@ -67,14 +69,15 @@ PREDICT_DOCUMENT = {"state_key": "document", "tool": WRITE_DOCUMENT, "tool_argum
 
 
 class PydanticAIBridge:
-    """``POST /pydantic-ai/agent``: one agent pair for the app; every run gets its own deps."""
+    """``POST /pydantic-ai/agent``: one agent pair for the app; every run gets its own deps.
+    ``route`` names the thread records in ``store`` when the store is shared."""
 
     interrupt_owner = staticmethod(approvals.interrupt_owner)
 
-    def __init__(self, settings: RuntimeSettings, store: Store) -> None:
+    def __init__(self, settings: RuntimeSettings, store: Store, route: str) -> None:
         self._assistant = build_assistant(*models_for(settings))
         self._gate = InterruptGate(store, "pydantic-ai")
-        self._paused = PausedSpecialists()
+        self._paused: Specialists = EngineSpecialists(store, route) if store.shared else PausedSpecialists()
         self._running: set[str] = set()
         self.stages: tuple[Stage, ...] = (predict_document, self._gate.stage)
 
@@ -89,7 +92,7 @@ class PydanticAIBridge:
 
     async def _run(self, run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
         deps = RunDeps()
-        paused = self._paused.take(run_input.thread_id)
+        paused = await self._paused.take(run_input)
         parent_input, results, deps.continuations = approvals.continuations(self._assistant, run_input, paused)
         adapter = AGUIAdapter(agent=self._assistant, run_input=parent_input)
         failures: list[Exception] = []
@@ -105,19 +108,19 @@ class PydanticAIBridge:
                         if event.type == EventType.RUN_ERROR and failures:
                             raise failures[-1]  # named by the pipeline's error boundary (describe_error)
                         if event.type == EventType.RUN_FINISHED:
-                            event = self._asked_by_specialists(event, run_input.thread_id, deps)
+                            event = await self._asked_by_specialists(event, run_input.thread_id, deps)
                         yield event
             finally:
                 cancel_parked(tasks)
 
-    def _asked_by_specialists(self, event: RunFinishedEvent, thread_id: str, deps: RunDeps) -> RunFinishedEvent:
+    async def _asked_by_specialists(self, event: RunFinishedEvent, thread_id: str, deps: RunDeps) -> RunFinishedEvent:
         """The run's interrupt outcome with each paused specialist's own interrupts in place of its
         delegation call's, the paused specialists kept for the thread's resume."""
         interrupts = getattr(event.outcome, "interrupts", None)
         if not interrupts or not deps.suspended:
             return event
         interrupts, asked = approvals.specialist_interrupts(interrupts, deps.suspended)
-        self._paused.keep(thread_id, asked)
+        await self._paused.keep(thread_id, asked)
         return event.model_copy(update={"outcome": event.outcome.model_copy(update={"interrupts": interrupts})})
 
     def describe_error(self, exc: BaseException) -> ModelError | None:
@@ -126,7 +129,7 @@ class PydanticAIBridge:
     async def forget(self, thread_id: str) -> None:
         """Drop the thread's open interrupts and paused specialists (the app's ledger asks)."""
         await self._gate.forget(thread_id)
-        self._paused.take(thread_id)
+        await self._paused.forget(thread_id)
 
     def held_threads(self) -> HeldThreads:
         paused = self._paused.threads()
