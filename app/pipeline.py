@@ -115,7 +115,9 @@ class RoutePipeline:
             events = _refusal(run_input, RUNTIME_UNAVAILABLE, down)
         events = limit_model_calls(events, self.settings.agui_max_model_calls)
         events = one_run(emit_subagents(events, subagents), run_input, self.bridge, self.codes)
-        events = as_client_named(pump.drain(events), client_thread_id)
+        events = pump.drain(events)
+        if run_input.thread_id != client_thread_id:  # the server names the thread for its principal
+            events = as_client_named(events, client_thread_id)
         return OpenRun(self._logged(encode_sse(events), run_input), pump.end_by)
 
     def refuse(self, run_input: RunAgentInput, code: str, message: str) -> AsyncIterator[tuple[BaseEvent, bytes]]:

@@ -24,21 +24,28 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 
-from benchmarks.client import HEADERS, Burst, RunTiming, burst, percentile, timed_run
+from benchmarks.client import HEADERS, RunTiming, ms, spread, timed_run
+from benchmarks.fair import concurrency_ratios, measure_concurrency, measure_memory
 from benchmarks.machine import load_average, machine_info
-from benchmarks.process import ROOT, ServerProcess, server_spec
+from benchmarks.process import ROOT, ServerProcess, server_spec, target_url
 from benchmarks.report import render, update_docs
+from benchmarks.scale import measure_capacity, measure_shared_state
 from benchmarks.scenarios import RUNTIMES, SCENARIOS, route_of, run_body
+from benchmarks.verdicts import issue_targets
 
 KINDS = ("floor", "bare", "ours")
 DEFAULT_JSON = ROOT / "benchmarks" / "results.json"
 DEFAULT_DOCS = ROOT / "docs" / "performance.md"
+T = TypeVar("T")
+PHASES = ("streaming", "cold_start", "concurrency", "memory", "workers", "capacity")
 
 
 @dataclass(frozen=True)
@@ -47,27 +54,60 @@ class BenchConfig:
 
     runtimes: tuple[str, ...] = tuple(RUNTIMES)
     scenarios: tuple[str, ...] = tuple(SCENARIOS)
-    rounds: int = 8
+    rounds: int = 4
     """Streaming phase: ratios are taken per round, so the spread across rounds shows the noise."""
-    batch: int = 15
+    batch: int = 8
     """Streaming phase: runs per target per round, interleaved run by run in a rotating order."""
     warmup: int = 5
-    levels: tuple[int, ...] = (1, 50, 200, 500)
+    levels: tuple[int, ...] = (50, 200, 500)
     concurrency_scenarios: tuple[str, ...] = tuple(SCENARIOS)
-    fresh_server_per_level: bool = True
-    """A new server process per concurrency level, so each level's memory is its own."""
-    cold_repeats: int = 3
+    other_levels: tuple[int, ...] = (50, 200)
+    """Which of ``levels`` every scenario but ``plain`` is measured at (the time budget: a
+    delegation burst costs several plain ones)."""
+    concurrency_rounds: int = 2
+    """Concurrency phase: rounds per level, each one burst per target, which goes first alternating."""
+    memory_levels: tuple[int, ...] = (100, 500)
+    memory_pacing_ms: int = 100
+    """Memory phase: streams held open by this pacing (a plain run then takes ~10 s), so all N are
+    open at the same moment."""
+    workers_level: int = 200
+    workers_rounds: int = 3
+    store_level: int = 50
+    store_rounds: int = 2
+    capacity_pacing_ms: int = 15
+    """Capacity phase: the default pacing (AGUI_SCRIPT_DELAY_MS); a level is held while the p99 gap
+    between a stream's consecutive events stays under ``capacity_gap_factor`` times it."""
+    capacity_gap_factor: float = 2.0
+    capacity_start: int = 50
+    capacity_max: int = 800
+    cold_repeats: int = 1
     burst_timeout_s: float = 180.0
-    max_seconds: float = 1500.0
+    max_seconds: float = 1020.0
+    phases: tuple[str, ...] = PHASES
+    """Which phases run (``--phases``); the cold start needs the streaming phase's captured frames."""
+
+    def levels_of(self, scenario: str) -> tuple[int, ...]:
+        """The concurrency levels ``scenario`` is measured at."""
+        return (
+            self.levels if scenario == "plain" else tuple(level for level in self.other_levels if level in self.levels)
+        )
 
 
 QUICK = BenchConfig(
     rounds=2,
     batch=3,
     warmup=1,
-    levels=(1, 10),
+    levels=(10,),
     concurrency_scenarios=("plain",),
-    fresh_server_per_level=False,
+    concurrency_rounds=1,
+    memory_levels=(10,),
+    memory_pacing_ms=50,
+    workers_level=10,
+    workers_rounds=1,
+    store_level=5,
+    store_rounds=1,
+    capacity_start=5,
+    capacity_max=20,
     cold_repeats=1,
     burst_timeout_s=60.0,
     max_seconds=300.0,
@@ -87,14 +127,6 @@ class Deadline:
     def expired(self) -> bool:
         self.hit = self.hit or self.remaining() <= 0
         return self.hit
-
-
-def target_url(base: str, kind: str, runtime: str, scenario: str) -> str:
-    return f"{base}/floor/{runtime}/{scenario}" if kind == "floor" else base + route_of(runtime)
-
-
-def ms(seconds: float | None) -> float | None:
-    return None if seconds is None else round(seconds * 1000, 2)
 
 
 # --- floor frames ------------------------------------------------------------------------------
@@ -117,11 +149,6 @@ async def capture_frames(base: str, config: BenchConfig, path: Path) -> None:
 
 
 # --- phase 1: one run at a time -------------------------------------------------------------------
-
-
-async def sequential(url: str, prompt: str, count: int) -> list[RunTiming]:
-    async with httpx.AsyncClient(timeout=60) as client:
-        return [await timed_run(client, url, run_body(prompt)) for _ in range(count)]
 
 
 async def measure_streaming(config: BenchConfig, logs: Path, deadline: Deadline) -> tuple[list[dict], Path]:
@@ -213,12 +240,6 @@ def ratio_rows(rows: list[dict]) -> list[dict]:
     return out
 
 
-def spread(values: list[float]) -> dict | None:
-    if not values:
-        return None
-    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3), "max": round(max(values), 3)}
-
-
 # --- phase 2: cold start -------------------------------------------------------------------------
 
 
@@ -252,69 +273,6 @@ async def measure_cold_start(config: BenchConfig, logs: Path, frames: Path, dead
 def _median_or_none(values: list[float | None]) -> float | None:
     present = [value for value in values if value is not None]
     return round(statistics.median(present), 3) if present and len(present) == len(values) else None
-
-
-# --- phase 3: concurrency ------------------------------------------------------------------------
-
-
-async def measure_concurrency(config: BenchConfig, logs: Path, frames: Path, deadline: Deadline) -> list[dict]:
-    rows = []
-    for scenario in config.concurrency_scenarios:
-        for runtime in config.runtimes:
-            with contextlib.ExitStack() as reused:
-                servers: dict[str, ServerProcess] = {}
-                for level in config.levels:
-                    for kind in KINDS:
-                        if deadline.expired():
-                            return rows
-                        if config.fresh_server_per_level:
-                            with ServerProcess(server_spec(kind, runtime, frames), logs) as server:
-                                rows.append(await one_burst(server, kind, runtime, scenario, level, config, deadline))
-                            continue
-                        if kind not in servers:
-                            servers[kind] = reused.enter_context(
-                                ServerProcess(server_spec(kind, runtime, frames), logs)
-                            )
-                        rows.append(await one_burst(servers[kind], kind, runtime, scenario, level, config, deadline))
-    return rows
-
-
-async def one_burst(
-    server: ServerProcess, kind: str, runtime: str, scenario: str, level: int, config: BenchConfig, deadline: Deadline
-) -> dict:
-    """Warm the server up, then start ``level`` runs at once and watch its memory."""
-    server.wait_ready()
-    url = target_url(server.base, kind, runtime, scenario)
-    prompt = SCENARIOS[scenario]
-    await sequential(url, prompt, 2)
-    await asyncio.sleep(0.2)
-    before = server.memory_kib()["VmRSS"]
-    server.reset_peak()
-    timeout = max(5.0, min(config.burst_timeout_s, deadline.remaining()))
-    result = await burst(url, [run_body(prompt) for _ in range(level)], timeout_s=timeout)
-    peak = server.memory_kib()["VmHWM"]
-    return burst_row(result, kind, runtime, scenario, level, before, peak)
-
-
-def burst_row(result: Burst, kind: str, runtime: str, scenario: str, level: int, before: int, peak: int) -> dict:
-    good = [run for run in result.runs if run.ok]
-    ttfe = [run.ttfe for run in result.runs if run.ttfe is not None]
-    totals = [run.total for run in good]
-    return {
-        "scenario": scenario,
-        "runtime": runtime,
-        "target": kind,
-        "concurrency": level,
-        "errors": len(result.errors),
-        "error_samples": sorted(set(result.errors))[:3],
-        "ttfe_ms": {f"p{q}": ms(percentile(ttfe, q)) for q in (50, 95, 99)},
-        "run_ms": {f"p{q}": ms(percentile(totals, q)) for q in (50, 95, 99)},
-        "wall_s": round(result.wall, 3),
-        "events_per_s": round(sum(run.events for run in good) / result.wall) if result.wall else None,
-        "rss_before_mib": round(before / 1024, 1),
-        "rss_peak_mib": round(peak / 1024, 1),
-        "rss_per_stream_kib": round(max(0, peak - before) / level, 1),
-    }
 
 
 # --- verdict -------------------------------------------------------------------------------------
@@ -366,22 +324,58 @@ async def run_bench(config: BenchConfig, command: str) -> dict:
     load_before = load_average()
     with tempfile.TemporaryDirectory(prefix="agui-bench-") as tmp:
         logs = Path(tmp)
-        streaming, frames = await measure_streaming(config, logs, deadline)
-        cold = await measure_cold_start(config, logs, frames, deadline)
-        concurrency = await measure_concurrency(config, logs, frames, deadline)
+        phases: dict[str, float] = {}
+
+        async def phase(name: str, work: Awaitable[T]) -> T:
+            began = time.monotonic()
+            try:
+                return await work
+            finally:
+                phases[name] = round(time.monotonic() - began, 1)
+
+        streaming, frames = (
+            await phase("streaming", measure_streaming(config, logs, deadline))
+            if "streaming" in config.phases
+            else ([], None)
+        )
+        cold = (
+            await phase("cold_start", measure_cold_start(config, logs, frames, deadline))
+            if "cold_start" in config.phases and frames is not None
+            else []
+        )
+        concurrency = (
+            await phase("concurrency", measure_concurrency(config, logs, deadline))
+            if "concurrency" in config.phases
+            else []
+        )
+        memory = await phase("memory", measure_memory(config, logs, deadline)) if "memory" in config.phases else []
+        shared = (
+            await phase("workers_and_shared_state", measure_shared_state(config, logs, deadline))
+            if "workers" in config.phases
+            else {"workers": [], "shared_state": [], "workers_ratios": [], "shared_state_ratios": []}
+        )
+        capacity = (
+            await phase("capacity", measure_capacity(config, logs, deadline)) if "capacity" in config.phases else []
+        )
     results = {
         "command": command,
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "duration_s": round(time.monotonic() - started, 1),
         "complete": not deadline.hit,
+        "phase_s": phases,
         "machine": {**machine_info(), "load_average_before": load_before, "load_average_after": load_average()},
         "config": asdict(config),
         "streaming": streaming,
         "ratios": ratio_rows(streaming),
         "cold_start": cold,
         "concurrency": concurrency,
+        "concurrency_ratios": concurrency_ratios(concurrency),
+        "memory": memory,
+        **shared,
+        "capacity": capacity,
     }
     results["targets"] = verdict(results)
+    results["issue_targets"] = issue_targets(results)
     return results
 
 
@@ -390,6 +384,7 @@ def parse_args(argv: list[str]) -> tuple[BenchConfig, argparse.Namespace]:
     parser.add_argument("--quick", action="store_true", help="a fast smoke run (small counts, levels 1 and 10)")
     parser.add_argument("--runtimes", help="comma list, default: " + ",".join(RUNTIMES))
     parser.add_argument("--levels", help="comma list of concurrency levels, default 1,50,200,500")
+    parser.add_argument("--phases", help="comma list of phases to run, default: " + ",".join(PHASES))
     parser.add_argument("--rounds", type=int)
     parser.add_argument("--batch", type=int)
     parser.add_argument("--max-seconds", type=float, help="overall time budget; later phases are skipped after it")
@@ -411,6 +406,10 @@ def parse_args(argv: list[str]) -> tuple[BenchConfig, argparse.Namespace]:
             parser.error(f"unknown runtimes: {', '.join(sorted(unknown))}")
     if args.levels:
         overrides["levels"] = tuple(int(level) for level in args.levels.split(","))
+    if args.phases:
+        overrides["phases"] = tuple(name.strip() for name in args.phases.split(",") if name.strip())
+        if set(overrides["phases"]) - set(PHASES):
+            parser.error(f"unknown phases: {', '.join(sorted(set(overrides['phases']) - set(PHASES)))}")
     for name in ("rounds", "batch", "max_seconds"):
         if getattr(args, name) is not None:
             overrides[name] = getattr(args, name)

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.scenarios import BARE_APPS, BARE_COMMANDS
+from benchmarks.scenarios import BARE_APPS, BARE_COMMANDS, route_of
 from deploy.loopback import LOOPBACK, free_port, wait_until_ok
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,12 +42,13 @@ OFFLINE_UNPACED = {"AGUI_MODEL": "scripted", "AGUI_SCRIPT_DELAY_MS": "0"}
 """What every benchmarked server runs with: the offline model, streaming without pauses."""
 
 
-def ours_spec() -> ServerSpec:
-    """This project's server, started the one way it is deployed (``python -m deploy.serve``)."""
+def ours_spec(env: dict[str, str] | None = None) -> ServerSpec:
+    """This project's server, started the one way it is deployed (``python -m deploy.serve``),
+    with ``env`` on top (pacing, ``AGUI_STATE_URL``, ``AGUI_WORKERS``)."""
     return ServerSpec(
         "ours",
         (sys.executable, "-m", "deploy.serve"),
-        env={"HOST": LOOPBACK, "PORT": "{port}", "LOG_LEVEL": "warning", **OFFLINE_UNPACED},
+        env={"HOST": LOOPBACK, "PORT": "{port}", "LOG_LEVEL": "warning", **OFFLINE_UNPACED, **(env or {})},
     )
 
 
@@ -85,22 +86,58 @@ def uvicorn_spec(name: str, factory: str, env: dict[str, str] | None = None) -> 
     )
 
 
-def server_spec(kind: str, runtime: str, floor_frames: Path | None = None) -> ServerSpec:
+def server_spec(
+    kind: str, runtime: str, floor_frames: Path | None = None, env: dict[str, str] | None = None
+) -> ServerSpec:
     """The server behind one benchmark target: ``ours`` (one process serves every runtime),
     ``bare`` (that runtime's bridge alone: the app its package declares, or the command, for a
-    bridge that is not a Python app) or ``floor`` (replays ``floor_frames``)."""
+    bridge that is not a Python app) or ``floor`` (replays ``floor_frames``). ``env`` goes on top of
+    ours' and the bare bridge's settings (pacing)."""
     if kind == "ours":
-        return ours_spec()
+        return ours_spec(env)
     if kind == "bare" and BARE_COMMANDS[runtime]:
         return ServerSpec(
-            f"bare-{runtime}", BARE_COMMANDS[runtime], OFFLINE_UNPACED, ready_path="/", ready_any_status=True
+            f"bare-{runtime}",
+            BARE_COMMANDS[runtime],
+            {**OFFLINE_UNPACED, **(env or {})},
+            ready_path="/",
+            ready_any_status=True,
         )
     if kind == "bare":
-        return uvicorn_spec(f"bare-{runtime}", BARE_APPS[runtime], OFFLINE_UNPACED)
+        return uvicorn_spec(f"bare-{runtime}", BARE_APPS[runtime], {**OFFLINE_UNPACED, **(env or {})})
     if kind == "floor":
         assert floor_frames is not None, "the floor replays captured frames"
         return uvicorn_spec("floor", "benchmarks.targets:floor_app", {FLOOR_FRAMES_ENV: str(floor_frames)})
     raise ValueError(f"unknown target kind {kind!r}")
+
+
+def target_url(base: str, kind: str, runtime: str, scenario: str) -> str:
+    """Where a target serves ``runtime``'s route (the floor: one path per captured scenario)."""
+    return f"{base}/floor/{runtime}/{scenario}" if kind == "floor" else base + route_of(runtime)
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) of process ``pid`` and its descendants still running."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # it exited meanwhile
+        parents[int(stat.parent.name)] = int(fields[1])
+    tree, grew = {pid}, True
+    while grew:
+        children = {child for child, parent in parents.items() if parent in tree} - tree
+        tree |= children
+        grew = bool(children)
+    ticks = 0
+    for member in tree:
+        try:
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 class ServerProcess:
@@ -155,6 +192,11 @@ class ServerProcess:
             if key in ("VmRSS", "VmHWM"):
                 values[key] = int(rest.split()[0])
         return values
+
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) used so far by the server and every process it started
+        (uvicorn's workers)."""
+        return cpu_seconds(self.pid)
 
     def reset_peak(self) -> None:
         """Restart the peak-RSS counter (Linux ``clear_refs`` 5), so a burst's peak is its own."""

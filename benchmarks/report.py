@@ -64,16 +64,10 @@ def streaming_table(results: dict) -> list[str]:
 
 
 def concurrency_table(results: dict) -> list[str]:
-    walls = {(r["scenario"], r["runtime"], r["concurrency"], r["target"]): r["wall_s"] for r in results["concurrency"]}
+    ratios = {(r["scenario"], r["runtime"], r["concurrency"]): r for r in results.get("concurrency_ratios", [])}
     out = []
     for r in results["concurrency"]:
-        key = (r["scenario"], r["runtime"], r["concurrency"])
-        ratios = ["", ""]
-        if r["target"] == "ours":
-            ratios = [
-                f"{r['wall_s'] / walls[(*key, other)]:.2f}" if walls.get((*key, other)) else "–"
-                for other in ("bare", "floor")
-            ]
+        ratio = ratios.get((r["scenario"], r["runtime"], r["concurrency"]), {}) if r["target"] == "ours" else {}
         ttfe, run = r["ttfe_ms"], r["run_ms"]
         out.append(
             [
@@ -86,14 +80,105 @@ def concurrency_table(results: dict) -> list[str]:
                 " / ".join(_num(run[p], 1) for p in ("p50", "p95", "p99")),
                 _num(r["wall_s"], 2),
                 _num(r["events_per_s"]),
-                _num(r["rss_peak_mib"]),
-                _num(r["rss_per_stream_kib"]),
-                *ratios,
+                _ratio(ratio.get("total_vs_bare")) if ratio else "",
+                _ratio(ratio.get("ttfe_p99_vs_bare")) if ratio else "",
+                _num(r.get("load_1m"), 2),
             ]
         )
     header = [
         "scenario", "runtime", "N", "target", "errors", "TTFE ms p50 / p95 / p99", "run ms p50 / p95 / p99",
-        "total s", "ev/s", "peak RSS MiB", "RSS KiB/stream", "total ours/bare", "total ours/floor",
+        "total s (median round)", "ev/s", "total ours/bare", "p99 TTFE ours/bare", "load 1m",
+    ]  # fmt: skip
+    return _table(header, out)
+
+
+def memory_table(results: dict) -> list[str]:
+    rows = {(r["runtime"], r["concurrency"], r["target"]): r for r in results.get("memory", [])}
+    out = []
+    for runtime, level in dict.fromkeys((runtime, level) for runtime, level, _ in rows):
+        bare, ours = rows.get((runtime, level, "bare"), {}), rows.get((runtime, level, "ours"), {})
+        b, o = bare.get("kib_per_open_stream"), ours.get("kib_per_open_stream")
+        out.append(
+            [
+                runtime,
+                str(level),
+                f"{_num(bare.get('open_at_sample'))} / {_num(ours.get('open_at_sample'))}",
+                f"{_num(bare.get('rss_before_mib'))} / {_num(ours.get('rss_before_mib'))}",
+                f"{_num(bare.get('rss_all_open_mib'))} / {_num(ours.get('rss_all_open_mib'))}",
+                _num(b),
+                _num(o),
+                f"**{o / b:.2f}**" if o is not None and b else "–",
+                str(bare.get("errors", 0) + ours.get("errors", 0)),
+                f"{_num(bare.get('load_1m'), 2)} / {_num(ours.get('load_1m'), 2)}",
+            ]
+        )
+    header = [
+        "runtime", "N", "open at sample bare / ours", "RSS before MiB bare / ours", "RSS all open MiB bare / ours",
+        "bare KiB/open stream", "ours KiB/open stream", "ours/bare", "errors", "load 1m bare / ours",
+    ]  # fmt: skip
+    return _table(header, out)
+
+
+def issue_targets_table(results: dict) -> list[str]:
+    mark = {True: "met", False: "**not met**", None: "not measured"}
+    rows = [[t["runtime"], t["target"], _num(t["value"], 3) if t["value"] is not None else "–", t["goal"],
+             mark[t["met"]], t["worst"]] for t in results.get("issue_targets", [])]  # fmt: skip
+    return _table(["runtime", "target", "measured", "goal", "verdict", "worst cell"], rows)
+
+
+def setups_table(rows: list[dict], ratios: list[dict]) -> list[str]:
+    by_runtime = {r["runtime"]: r for r in ratios}
+    out = []
+    for r in rows:
+        ratio = by_runtime.get(r["runtime"], {})
+        first = ratio.get("of", "").split(" / ")[0] == r["setup"]
+        out.append(
+            [
+                r["runtime"],
+                r["setup"],
+                str(r["concurrency"]),
+                str(r["errors"]),
+                " / ".join(_num(r["ttfe_ms"][p], 1) for p in ("p50", "p99")),
+                " / ".join(_num(r["run_ms"][p], 1) for p in ("p50", "p99")),
+                _num(r["wall_s"], 2),
+                _num(r["server_cpu_ms_per_run"], 2),
+                _num(r["engine_cpu_ms_per_run"], 2),
+                *(
+                    [_ratio(ratio.get(name)) for name in ("total", "ttfe_p50", "ttfe_p99", "cpu_per_run")]
+                    if first
+                    else ["", "", "", ""]
+                ),
+                _num(r.get("load_1m"), 2),
+            ]
+        )
+    header = [
+        "runtime", "setup", "N", "errors", "TTFE ms p50 / p99", "run ms p50 / p99", "total s (median round)",
+        "server CPU ms/run", "engine CPU ms/run", "total ratio", "TTFE p50 ratio", "TTFE p99 ratio",
+        "CPU/run ratio", "load 1m",
+    ]  # fmt: skip
+    return _table(header, out)
+
+
+def capacity_table(results: dict) -> list[str]:
+    out = []
+    for r in results.get("capacity", []):
+        tried = r["tried"]
+        at_held = tried.get(str(r["held"]), {})
+        out.append(
+            [
+                r["runtime"],
+                r["setup"],
+                f"**{r['held']}**" if r["held"] else "0",
+                _num(at_held.get("p99_gap_ms"), 1),
+                str(r["lost_at"]) if r["lost_at"] is not None else f"> {r['searched_to']} (not searched further)",
+                _num(tried.get(str(r["lost_at"]), {}).get("p99_gap_ms"), 1) if r["lost_at"] is not None else "–",
+                ", ".join(f"{level}: {_num(t['p99_gap_ms'], 0)}" for level, t in tried.items()),
+                _num(at_held.get("load_1m"), 2),
+            ]
+        )
+    header = [
+        "runtime", "setup", "streams held", "p99 gap ms there", "lost at", "p99 gap ms there",
+        "tried (N: p99 gap ms)", "load 1m",
     ]  # fmt: skip
     return _table(header, out)
 
@@ -117,7 +202,10 @@ def render(results: dict) -> str:
     machine = results["machine"]
     lines = [
         f"Measured {results['generated_at']} in {results['duration_s']} s with `{results['command']}`"
-        + ("" if results["complete"] else " (**incomplete**: the time budget ran out)"),
+        + ("" if results["complete"] else " (**incomplete**: the time budget ran out)")
+        + " (phases, s: "
+        + ", ".join(f"{name} {seconds}" for name, seconds in results.get("phase_s", {}).items())
+        + ")",
         "",
         f"Machine: {machine['nproc']} CPUs ({machine['cpu_model']}), {machine['memory_gib']} GiB, "
         f"Python {machine['python']}, {machine['platform']}; load average before/after "
@@ -132,9 +220,31 @@ def render(results: dict) -> str:
         "",
         *streaming_table(results),
         "",
-        "### Concurrent runs (all started at once; RSS per stream = (peak − RSS before) / N)",
+        "### Issue 20 targets (per route; ratios per round, their median)",
+        "",
+        *issue_targets_table(results),
+        "",
+        "### Concurrent runs (all started at once; bare and ours interleaved burst by burst, "
+        "ratios per round: median [min–max])",
         "",
         *concurrency_table(results),
+        "",
+        "### Memory per open stream (all N plain runs held open at once by pacing; (RSS then − RSS before) / "
+        "streams open)",
+        "",
+        *memory_table(results),
+        "",
+        "### One worker against two (shared state in a real redis-server; rounds alternate, ratios x2 / x1)",
+        "",
+        *setups_table(results.get("workers", []), results.get("workers_ratios", [])),
+        "",
+        "### Shared state against memory (one worker; ratios redis / memory; CPU = server + engine)",
+        "",
+        *setups_table(results.get("shared_state", []), results.get("shared_state_ratios", [])),
+        "",
+        "### Streams held at the default pacing (p99 gap between a stream's events < 2x the pacing, no errors)",
+        "",
+        *capacity_table(results),
         "",
         "### Cold start (process start; ready = first 200 from `/ok` for ours, first HTTP answer otherwise)",
         "",

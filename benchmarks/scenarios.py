@@ -20,6 +20,8 @@ PLAIN_PROMPT = " ".join(
     ]
 )
 DELEGATION_PROMPT = "Research the history of Lisbon"
+WARMUP_PROMPT = "Hello there!"
+"""A short streamed reply: warms a paced server up in a few chunks."""
 
 SCENARIOS: dict[str, str] = {"plain": PLAIN_PROMPT, "delegation": DELEGATION_PROMPT}
 """Scenario name -> the user message that triggers it on the offline model."""

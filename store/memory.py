@@ -2,7 +2,10 @@
 
 Every key has a deadline; an expired key is gone the moment anything looks at it, and a timer set
 for the earliest deadline (a heap ordered by deadline) sweeps the expired ones, so memory holds only
-what is alive, busy or idle. Parked sets do not expire: the approval ledger bounds them. Readers
+what is alive, busy or idle. A key is in the heap once: a write that only pushes its deadline later
+(a log's every append, a heartbeat) leaves the heap and the timer alone, and the sweep looks the key
+up again when its old deadline comes; so a write costs no heap entry, and the heap holds about one
+entry per live key however often keys are written. Parked sets do not expire: the approval ledger bounds them. Readers
 waiting on a log are woken by the append that brings their entry. The parked sets' clock is this
 process's monotonic one.
 """
@@ -29,9 +32,11 @@ class MemoryStore:
         self._values: dict[str, bytes | list[tuple[int, bytes]]] = {}
         self._deadlines: dict[str, float] = {}
         self._expiring: list[tuple[float, str]] = []  # (deadline, key), a heap; stale pairs are skipped
+        self._scheduled: dict[str, float] = {}  # key -> the deadline of its pair in the heap (at most its own)
         self._sets: dict[str, OrderedDict[str, float]] = {}  # parked sets: thread -> parked at, oldest first
         self._appended: dict[str, asyncio.Event] = {}  # log key -> set by its next append (readers wait on it)
         self._timer: asyncio.TimerHandle | None = None  # the next sweep, at the earliest deadline
+        self._timer_at = 0.0
 
     # --- records ------------------------------------------------------------------------------
     async def get(self, key: str) -> bytes | None:
@@ -130,24 +135,51 @@ class MemoryStore:
         deadline = time.monotonic() + ttl_s
         self._values[key] = value
         self._deadlines[key] = deadline
+        scheduled = self._scheduled.get(key)
+        if scheduled is None or deadline < scheduled:  # a later deadline is found by the sweep at the earlier one
+            self._schedule(key, deadline)
+
+    def _schedule(self, key: str, deadline: float) -> None:
+        self._scheduled[key] = deadline
         heapq.heappush(self._expiring, (deadline, key))
-        self._sweep()
+        self._compact()
+        if self._timer is None or deadline < self._timer_at:
+            self._arm(deadline)
 
     def _sweep(self) -> None:
-        """Drop every key whose deadline has passed, then wake up at the next deadline (one timer
-        for the whole store), so an idle server lets go of expired state too."""
+        """Drop every key whose deadline has passed, look again at the next deadline of those a later
+        write kept alive, then wake up at the earliest deadline (one timer for the whole store), so an
+        idle server lets go of expired state too."""
+        self._timer = None
         now = time.monotonic()
         while self._expiring and self._expiring[0][0] <= now:
-            _, stale = heapq.heappop(self._expiring)
-            if self._deadlines.get(stale, now + 1) <= now:
-                self._drop(stale)
+            at, key = heapq.heappop(self._expiring)
+            if self._scheduled.get(key) != at:
+                continue  # a stale pair: the key was dropped, or scheduled earlier since
+            del self._scheduled[key]
+            deadline = self._deadlines[key]
+            if deadline <= now:
+                self._drop(key)
+            else:
+                self._scheduled[key] = deadline
+                heapq.heappush(self._expiring, (deadline, key))
+        self._compact()
+        if self._expiring:
+            self._arm(self._expiring[0][0])
+
+    def _compact(self) -> None:
+        """When the heap is mostly stale pairs (keys dropped or scheduled earlier), keep one per live key."""
+        if len(self._expiring) > 2 * len(self._scheduled) + 64:
+            self._expiring = [(at, key) for key, at in self._scheduled.items()]
+            heapq.heapify(self._expiring)
+
+    def _arm(self, deadline: float) -> None:
         if self._timer is not None:
             self._timer.cancel()
-            self._timer = None
-        if self._expiring:
-            loop = asyncio.get_running_loop()
-            self._timer = loop.call_later(max(self._expiring[0][0] - now, 0), self._sweep)
+        self._timer_at = deadline
+        self._timer = asyncio.get_running_loop().call_later(max(deadline - time.monotonic(), 0), self._sweep)
 
     def _drop(self, key: str) -> None:
         self._values.pop(key, None)
         self._deadlines.pop(key, None)
+        self._scheduled.pop(key, None)

@@ -39,6 +39,11 @@ class RedisServer:
         self._dir = Path(tempfile.mkdtemp(prefix="agui-redis-"))
         self._process: subprocess.Popen[bytes] | None = None
 
+    @property
+    def pid(self) -> int | None:
+        """The server's process id while it runs (the benchmarks read its CPU time)."""
+        return self._process.pid if self._process is not None else None
+
     def start(self) -> None:
         """Start the server and return once it answers ``PING``."""
         if not os.path.exists(BINARY):

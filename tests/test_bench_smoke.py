@@ -23,10 +23,18 @@ TINY = BenchConfig(
     warmup=0,
     levels=(2,),
     concurrency_scenarios=("plain",),
-    fresh_server_per_level=False,
+    concurrency_rounds=1,
+    memory_levels=(3,),
+    memory_pacing_ms=20,
+    workers_level=2,
+    workers_rounds=1,
+    store_level=2,
+    store_rounds=1,
+    capacity_start=2,
+    capacity_max=4,
     cold_repeats=1,
     burst_timeout_s=30,
-    max_seconds=120,
+    max_seconds=600,
 )
 
 
@@ -46,8 +54,23 @@ def test_bench_reports_every_section(tmp_path: Path) -> None:
     for row in results["concurrency"]:
         assert row["errors"] == 0, row["error_samples"]
         assert {"p50", "p95", "p99"} == set(row["ttfe_ms"])
-        assert row["rss_peak_mib"] > 0 and row["rss_per_stream_kib"] >= 0
+    [fair] = results["concurrency_ratios"]
+    assert fair["total_vs_bare"]["median"] > 0 and fair["ttfe_p99_vs_bare"]["median"] > 0
+    assert {(row["target"], row["errors"]) for row in results["memory"]} == {("bare", 0), ("ours", 0)}
+    assert all(row["open_at_sample"] >= 1 and row["kib_per_open_stream"] is not None for row in results["memory"])
     assert len(results["targets"]) == 4
+    assert {row["runtime"] for row in results["issue_targets"]} == set(TINY.runtimes)
+    assert {row["setup"] for row in results["workers"]} == {"redis x1", "redis x2"}
+    assert {row["setup"] for row in results["shared_state"]} == {"memory x1", "redis x1"}
+    for row in results["workers"] + results["shared_state"]:
+        assert row["errors"] == 0, row["error_samples"]
+        assert row["server_cpu_ms_per_run"] > 0
+    [workers] = results["workers_ratios"]
+    assert workers["total"]["median"] > 0 and workers["ttfe_p99"]["median"] > 0
+    [shared] = results["shared_state_ratios"]
+    assert shared["cpu_per_run"]["median"] > 0
+    assert {row["setup"] for row in results["capacity"]} == {"memory x1", "redis x2"}
+    assert all(row["tried"] for row in results["capacity"])
 
     docs = tmp_path / "performance.md"
     docs.write_text("# Performance\n\nhand-written analysis\n")
@@ -56,6 +79,7 @@ def test_bench_reports_every_section(tmp_path: Path) -> None:
     text = docs.read_text()
     assert "hand-written analysis" in text and text.count(BEGIN) == 1 and text.count(END) == 1
     assert "ours/bare ev/s" in text
+    assert "KiB/open stream" in text and "streams held" in text and "TTFE p99 ratio" in text
 
 
 def test_load_runs_every_kind_on_every_route_and_verifies_it() -> None:

@@ -33,6 +33,22 @@ def test_a_bad_setting_stops_the_start_with_one_line_naming_it() -> None:
     assert "AGUI_MODEL='bogus'" in lines[0] and "AGUI_MAX_TOOLS='many'" in lines[0]
 
 
+def test_a_served_process_keeps_its_startup_objects_out_of_the_collectors_sight() -> None:
+    """``deploy.serve`` builds the app, then freezes what exists and collects the youngest
+    generation less often (the full collections over every runtime's modules were the largest cost
+    of concurrent runs: docs/performance.md)."""
+    probe = (
+        "import gc; from deploy.serve import GC_THRESHOLD_0, served_app; served_app(); "
+        "print(gc.get_freeze_count(), gc.get_threshold()[0] == GC_THRESHOLD_0)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, env=server_env(), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    frozen, threshold_set = done.stdout.split()
+    assert int(frozen) > 100_000 and threshold_set == "True", done.stdout
+
+
 def test_headers_that_trickle_in_lose_their_connection_and_ok_keeps_answering() -> None:
     with served(HEADER_TIMEOUT_S="1") as (base, _):
         host, port = base.removeprefix("http://").split(":")

@@ -206,6 +206,23 @@ async def test_a_log_expires_after_its_last_append(subject: Subject, ns: str) ->
     assert await store.read(log, 0, count=10, wait_s=0) == []
 
 
+async def test_memory_keeps_one_expiry_per_live_key_however_often_it_is_written(ns: str) -> None:
+    """A run appends every frame to its log and renews its records while it runs: in memory, that
+    must cost no expiry bookkeeping beyond the keys themselves (it once kept a pair per write for a day)."""
+    store = MemoryStore()
+    for run in range(50):
+        for seq in range(1, 117):
+            await store.append(f"{ns}log:{run}", [(seq, b"frame")], max_len=10_000, ttl_s=86_400 if seq < 116 else 0.05)
+        await store.put(f"{ns}claim:{run}", b"ended", ttl_s=0.05)
+    assert len(store._expiring) <= 2 * 100 + 64
+
+    async def all_expired() -> bool:
+        return not store._values
+
+    await until(all_expired, "every record's expiry")
+    assert len(store._expiring) <= 64
+
+
 async def test_a_read_waits_for_a_log_that_does_not_exist_yet(subject: Subject, ns: str) -> None:
     store, log = subject.store, ns + "log"
     assert await store.first(log) is None
