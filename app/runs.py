@@ -179,6 +179,8 @@ class RunRegistry:
                 if not entries and not await self._alive(keys, producer):
                     if await self.store.read(keys.log, after, count=1, wait_s=0):
                         continue  # it wrote its last entries as it ended
+                    if producer is not None and producer.failed:
+                        raise StoreUnavailable("the run's producer could not write its log")
                     ended_at = _ended_at(await self.store.get(keys.claim))
                     if ended_at is None:
                         yield _error_frame(RUN_LOST, "The server running this run stopped before it finished.")
@@ -216,6 +218,7 @@ class _Producer:
         self._left_at: float | None = time.monotonic()  # since when nobody here reads; None while someone does
         self._ending: str | None = None  # why the run must end early, once it is open
         self.done = False
+        self.failed = False  # it stopped because the store failed (its readers here say so)
 
     def start(self) -> None:
         task = asyncio.get_running_loop().create_task(self._produce())
@@ -243,6 +246,7 @@ class _Producer:
     async def _produce(self) -> None:
         keys, store = self._keys, self._store
         leased, number, ended = False, 0, False
+        log = _LogWriter(store, keys.log, self._limits.max_events)
         beat = asyncio.get_running_loop().create_task(self._beat())
         try:
             leased = await store.claim(keys.lease, keys.claim, ttl_s=self._limits.lease_s)
@@ -261,8 +265,8 @@ class _Producer:
                     if event.type in TERMINAL:  # the pipeline's last event
                         terminal = frame
                         continue
-                    entry = [(number, MORE + frame)]
-                    await store.append(keys.log, entry, max_len=self._limits.max_events, ttl_s=RUNNING_LOG_TTL_S)
+                    await log.add(number, MORE + frame)
+            await log.flush()
             # A client that read the terminal event may start the thread's next run at once: release
             # the thread first (the pipeline, its bridge's clean-up included, is done with it).
             if leased:
@@ -274,9 +278,11 @@ class _Producer:
                 ended = True
         except StoreUnavailable:
             logger.warning("run=%.64r | the state store failed mid-run; the run stops", self._input.run_id)
+            self.failed = True
         finally:
             self.done = True
             beat.cancel()
+            log.cancel()
             self._registry._producers.pop(keys.claim, None)
             with contextlib.suppress(StoreUnavailable):
                 if leased:
@@ -304,6 +310,52 @@ class _Producer:
                 logger.warning("run=%.64r | the state store did not answer the heartbeat", self._input.run_id)
             await asyncio.sleep(limits.heartbeat_s)
 
+
+class _LogWriter:
+    """A run's log appends. In process memory each frame is appended as it comes; on a shared
+    engine the frames a run produces while its last append is on its way wait and go together in
+    the next one, so a busy engine costs a round trip per batch, not per event (at most
+    :data:`WAITING_MAX` frames wait: past that the run waits for the engine)."""
+
+    def __init__(self, store: Store, key: str, max_len: int) -> None:
+        self._store = store
+        self._key = key
+        self._max_len = max_len
+        self._waiting: list[tuple[int, bytes]] = []
+        self._writing: asyncio.Task[None] | None = None  # the append on its way, if any
+
+    async def add(self, number: int, entry: bytes) -> None:
+        """Log ``entry`` as event ``number``. Raises StoreUnavailable if an earlier append failed."""
+        if not self._store.shared:
+            await self._store.append(self._key, [(number, entry)], max_len=self._max_len, ttl_s=RUNNING_LOG_TTL_S)
+            return
+        self._waiting.append((number, entry))
+        if self._writing is not None and (self._writing.done() or len(self._waiting) >= WAITING_MAX):
+            await self._writing  # raises what the append raised
+            self._writing = None
+        if self._writing is None:
+            self._writing = asyncio.get_running_loop().create_task(self._write())
+
+    async def flush(self) -> None:
+        """Every entry added so far is in the log. Raises StoreUnavailable."""
+        while self._writing is not None:
+            writing = self._writing
+            await writing
+            if self._writing is writing:
+                self._writing = None
+
+    def cancel(self) -> None:
+        if self._writing is not None:
+            self._writing.cancel()
+
+    async def _write(self) -> None:
+        while self._waiting:
+            batch, self._waiting = self._waiting, []
+            await self._store.append(self._key, batch, max_len=self._max_len, ttl_s=RUNNING_LOG_TTL_S)
+
+
+WAITING_MAX = 256
+"""Frames of one run that may wait for the engine before the run itself waits (``_LogWriter``)."""
 
 _producing: set[asyncio.Task] = set()
 """Strong references to the producers' tasks (the loop keeps only weak ones)."""
