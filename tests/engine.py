@@ -20,8 +20,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import redis
+from ag_ui.core import RunAgentInput
 
+from app.pipeline import RoutePipeline
 from deploy.loopback import LOOPBACK, free_port
+from store import MemoryStore
+from verifier import parse_sse
+from verifier.client import run_input
 
 BINARY = "/usr/bin/redis-server"
 START_TIMEOUT_S = 20.0
@@ -108,3 +113,26 @@ def redis_server() -> Iterator[str]:
     """A running ``redis-server`` on a free loopback port, as its URL; stopped afterwards."""
     with RedisServer() as server:
         yield server.url
+
+
+class RuntimeStateInEngine(MemoryStore):
+    """The app's own records in this process's memory, the runtime's thread state in the engine at
+    ``url`` (``shared`` and ``url`` are what a runtime's build reads): an engine failure then
+    reaches the runtime's persistence seam alone."""
+
+    shared = True
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.url = url
+
+
+async def drain(pipeline: RoutePipeline, thread_id: str, message: str) -> list[dict]:
+    """One run through a route's pipeline (no HTTP), as the events a client decodes."""
+    body = RunAgentInput.model_validate(run_input(message, thread_id=thread_id))
+    return parse_sse(b"".join([frame async for _, frame in pipeline.open(body).frames]))
+
+
+def outcome(events: list[dict]) -> tuple[list[str], str | None]:
+    """A run's event types and its last event's code."""
+    return [event["type"] for event in events], events[-1].get("code")

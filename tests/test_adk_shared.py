@@ -23,7 +23,6 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from ag_ui.core import RunAgentInput
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events import Event, EventActions
@@ -36,11 +35,10 @@ from app.pipeline import RoutePipeline
 from runtimes.adk import runtime
 from runtimes.adk.redis_sessions import watch
 from runtimes.adk.shared import IDLE_TTL_S, PAUSED_TTL_S, engine_sessions
-from store import MemoryStore
-from tests.engine import RedisServer
+from tests.engine import RedisServer, RuntimeStateInEngine, drain, outcome
 from tests.processes import replica
 from tests.wire import Run, post_run
-from verifier import parse_sse, verify_thread
+from verifier import verify_thread
 from verifier.client import history_after, resume, run_input
 
 ROUTE = runtime.route
@@ -135,31 +133,10 @@ def test_the_ledger_of_a_replica_that_never_saw_a_thread_drops_its_session(engin
     assert late.types() == ["RUN_STARTED", "RUN_ERROR"] and late.terminal["code"] == "INTERRUPT_EXPIRED"
 
 
-class SessionsInEngine(MemoryStore):
-    """The app's records in this process's memory, the ADK sessions in the engine at ``url``: an
-    engine failure then reaches the bridge's session service alone."""
-
-    shared = True
-
-    def __init__(self, url: str) -> None:
-        super().__init__()
-        self.url = url
-
-
-async def drain(pipeline: RoutePipeline, thread_id: str, message: str) -> list[dict]:
-    """One run through the route's pipeline (no HTTP), as the events a client decodes."""
-    body = RunAgentInput.model_validate(run_input(message, thread_id=thread_id))
-    return parse_sse(b"".join([frame async for _, frame in pipeline.open(body).frames]))
-
-
-def outcome(events: list[dict]) -> tuple[list[str], str | None]:
-    return [event["type"] for event in events], events[-1].get("code")
-
-
 async def test_an_engine_failure_ends_the_run_with_state_unavailable_and_the_route_recovers() -> None:
     settings = Settings(agui_script_delay_ms=0)
     with RedisServer() as engine:
-        store = SessionsInEngine(f"{engine.url}?socket_timeout=1&socket_connect_timeout=1")
+        store = RuntimeStateInEngine(f"{engine.url}?socket_timeout=1&socket_connect_timeout=1")
         pipeline = RoutePipeline(runtime, runtime.build(settings, store), settings, store)
         assert (await drain(pipeline, "before", "delete notes.txt"))[-1]["outcome"]["type"] == "interrupt"
 

@@ -20,7 +20,6 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from ag_ui.core import RunAgentInput
 from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -30,11 +29,10 @@ from app.runs import RunKeys
 from runtimes.langgraph import runtime
 from runtimes.langgraph.engine_saver import PREFIX, EngineSaver
 from runtimes.langgraph.shared import IDLE_TTL_S, PAUSED_TTL_S
-from store import MemoryStore
-from tests.engine import RedisServer
+from tests.engine import RedisServer, RuntimeStateInEngine, drain, outcome
 from tests.processes import replica
 from tests.wire import Run, post_run
-from verifier import parse_sse, verify_thread
+from verifier import verify_thread
 from verifier.client import history_after, run_input
 
 ROUTE = runtime.route
@@ -208,31 +206,10 @@ async def test_the_engine_checkpointer_answers_as_langgraph_own_in_memory_saver(
 # --- below HTTP: the engine failing ---------------------------------------------------------------
 
 
-class CheckpointsInEngine(MemoryStore):
-    """The app's records in this process's memory, the checkpoints in the engine at ``url``: an
-    engine failure then reaches the graph's checkpointer alone."""
-
-    shared = True
-
-    def __init__(self, url: str) -> None:
-        super().__init__()
-        self.url = url
-
-
-async def drain(pipeline: RoutePipeline, thread_id: str, message: str) -> list[dict]:
-    """One run through the route's pipeline (no HTTP), as the events a client decodes."""
-    body = RunAgentInput.model_validate(run_input(message, thread_id=thread_id))
-    return parse_sse(b"".join([frame async for _, frame in pipeline.open(body).frames]))
-
-
-def outcome(events: list[dict]) -> tuple[list[str], str | None]:
-    return [event["type"] for event in events], events[-1].get("code")
-
-
 async def test_an_engine_failure_ends_the_run_with_state_unavailable_and_the_route_recovers() -> None:
     settings = Settings(agui_script_delay_ms=0)
     with RedisServer() as engine:
-        store = CheckpointsInEngine(f"{engine.url}?socket_timeout=1&socket_connect_timeout=1")
+        store = RuntimeStateInEngine(f"{engine.url}?socket_timeout=1&socket_connect_timeout=1")
         pipeline = RoutePipeline(runtime, runtime.build(settings, store), settings, store)
         assert (await drain(pipeline, "before", "delete notes.txt"))[-1]["outcome"]["type"] == "interrupt"
 
