@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
-from ag_ui.core import BaseEvent, RunAgentInput
+from ag_ui.core import BaseEvent, EventType, RunAgentInput
 from ag_ui_strands import PredictStateMapping, StrandsAgent, StrandsAgentConfig, ToolBehavior
 from ag_ui_strands.config import ToolCallContext, ToolResultContext
 
@@ -59,6 +59,7 @@ _PER_THREAD_BOOKKEEPING = (
 )
 """The bridge's own per-thread dicts, forgotten with an evicted thread's agent."""
 _ACTIVE_RUNS = "_active_runs_by_thread"
+_TERMINAL = frozenset({EventType.RUN_FINISHED, EventType.RUN_ERROR})
 
 
 class StrandsBridge:
@@ -114,12 +115,18 @@ class StrandsBridge:
 
     async def _trim_after(self, events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
         """Pass the run through; when it ends, drop its thread if the ledger asked to while it ran,
-        and bring the thread cache back to its size."""
+        or if the run was cut short (its agent may hold half a turn, or an approval no client was
+        told of: the next run starts from the request's messages), and bring the thread cache back
+        to its size."""
+        ended = False
         try:
             async with aclosing(events):
                 async for event in events:
+                    ended = event.type in _TERMINAL
                     yield event
         finally:
+            if not ended:
+                await self.forget(run_input.thread_id)
             if run_input.thread_id in self._forget_when_done:
                 self._forget_when_done.discard(run_input.thread_id)
                 self._drop(run_input.thread_id)
