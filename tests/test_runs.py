@@ -81,7 +81,6 @@ def test_a_run_whose_client_left_stops_and_a_reconnect_is_told_why(base: str, ro
     whole = head + rest.events
     assert verify_events(whole) == [], [e["type"] for e in whole]
     assert rest.terminal["type"] == "RUN_ERROR" and rest.terminal["code"] == "CLIENT_GONE", rest.terminal
-    assert not [e for e in rest.events if e["type"] == "SUBAGENT_FINISHED"], "the subagent did not finish"
 
 
 @pytest.mark.parametrize("route", ROUTES)
