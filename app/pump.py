@@ -9,7 +9,7 @@ Why a task of its own:
 * **One context per run.** Every step of the run executes in this task, in one copy of the
   request's ``contextvars`` context: what a stage sets before the bridge starts (the emitter's
   current run, a runtime's per-run record) is what the bridge's tools see, no other run sees it,
-  and libraries that attach and detach context tokens (OpenTelemetry in Strands) do so in the
+  and libraries that attach and detach context tokens (OpenTelemetry, which a runtime may use) do so in the
   context they attached in.
 * **Backpressure.** The pump runs at most :data:`AHEAD` events ahead of a slow client, then waits.
 * **Cancellation.** A client that goes away cancels the consumer; the pump task is cancelled once
