@@ -12,6 +12,13 @@ Why a task of its own:
   and libraries that attach and detach context tokens (OpenTelemetry, which a runtime may use) do so in the
   context they attached in.
 * **Backpressure.** The pump runs at most :data:`AHEAD` events ahead of a slow client, then waits.
+* **Turns.** A pump whose bridge never waits on I/O (an unpaced model) runs up to :data:`AHEAD`
+  events per step of the loop: cheap, but with hundreds of runs in flight one pass of the loop
+  takes long, and a request that has just arrived waits through several passes before its first
+  event leaves. So while any run is starting (:func:`run_starting`, until its first event is on
+  its way to the client), every pump gives the loop back after each event; newcomers start about
+  as soon as on a bridge that yields at every event, and runs in flight go back to full steps once
+  nobody is waiting to start.
 * **Cancellation.** A client that goes away cancels the consumer; the pump task is cancelled once
   and left to unwind in its own task, shielded from the server's cancel scope (which would
   otherwise re-cancel every await of the bridge's teardown), so the bridge's cleanup runs to the
@@ -49,6 +56,8 @@ SERVER_SHUTDOWN = "SERVER_SHUTDOWN"
 CLIENT_GONE = "CLIENT_GONE"
 """The run's clients left and it may not go on without them (``app.runs``)."""
 
+_starting: weakref.WeakSet[Starting] = weakref.WeakSet()
+"""Runs whose first event is not yet on its way to their client (:func:`run_starting`)."""
 _unwinding: set[asyncio.Task] = set()
 """Strong references to cancelled pumps still unwinding (the loop keeps only weak ones)."""
 _running: weakref.WeakSet[Pump] = weakref.WeakSet()
@@ -63,6 +72,22 @@ def shut_down(grace_s: float) -> None:
     Pump.grace_s = grace_s
     for pump in list(_running):
         pump.end_by(grace_s)
+
+
+class Starting:
+    """A run counted as starting (:func:`run_starting`) until :meth:`done` is called, or until
+    nothing holds it any more (a response that never began)."""
+
+    def done(self) -> None:
+        """Its first event is on its way to the client, or never will be. Idempotent."""
+        _starting.discard(self)
+
+
+def run_starting() -> Starting:
+    """Count a new run as starting: while any run is, every pump takes one event per step of the loop."""
+    token = Starting()
+    _starting.add(token)
+    return token
 
 
 class Pump:
@@ -159,12 +184,13 @@ class Pump:
                 self._append(event)
                 if self._closed:
                     return
-                if first:
-                    first = False
-                    await asyncio.sleep(0)  # let the client see the run start before the bridge goes on
                 if len(self._ready) >= AHEAD:
                     self._room.clear()
                     await self._room.wait()
+                elif first or _starting:
+                    # Let the client see this run start, or another run start, before going on.
+                    await asyncio.sleep(0)
+                first = False
         except Exception:  # noqa: BLE001 - the stages end every run with a terminal event; this is a bug
             logger.exception("the run's stream raised past its error boundary")
         finally:

@@ -46,7 +46,7 @@ from ag_ui.encoder import EventEncoder
 
 from app.guard import BadRequest
 from app.principals import scoped
-from app.pump import CLIENT_GONE, TERMINAL
+from app.pump import CLIENT_GONE, TERMINAL, Starting, run_starting
 from store import Store, StoreUnavailable
 
 if TYPE_CHECKING:  # the pipeline's settings carry this module's limits: no import at run time
@@ -138,7 +138,7 @@ class RunRegistry:
         producer = _Producer(self, pipeline, run_input, principal, keys)
         self._producers[keys.claim] = producer
         producer.start()
-        return self._follow(keys, 0, producer)
+        return self._follow(keys, 0, producer, run_starting())
 
     async def reconnect(
         self, pipeline: RoutePipeline, run_input: RunAgentInput, principal: str, last_event_id: int
@@ -156,9 +156,13 @@ class RunRegistry:
             return None
         return self._follow(keys, last_event_id, self._producers.get(keys.claim))
 
-    async def _follow(self, keys: RunKeys, after: int, producer: _Producer | None) -> AsyncIterator[bytes]:
+    async def _follow(
+        self, keys: RunKeys, after: int, producer: _Producer | None, starting: Starting | None = None
+    ) -> AsyncIterator[bytes]:
         """The run's frames numbered above ``after``, each with its ``id:``, through the terminal
-        event; then RUN_ERROR if the log cannot go on (producer dead, entries trimmed, store down)."""
+        event; then RUN_ERROR if the log cannot go on (producer dead, entries trimmed, store down).
+        ``starting`` (a new run's first reader) is done as the first frame goes out, or as the reader
+        ends without one."""
         last_beat = 0.0
         if producer is not None:
             producer.attach()
@@ -172,6 +176,8 @@ class RunRegistry:
                     if number != after + 1:
                         yield _error_frame(REPLAY_INCOMPLETE, "Events of this run were dropped from its log.")
                         return
+                    if starting is not None:
+                        starting.done()
                     yield b"id: %d\n%s" % (number, entry[1:])
                     after = number
                     if entry[:1] == LAST:
@@ -190,6 +196,8 @@ class RunRegistry:
         except StoreUnavailable:
             yield _error_frame(STATE_UNAVAILABLE, "The state store became unavailable during the run.")
         finally:
+            if starting is not None:
+                starting.done()
             if producer is not None:
                 producer.detach()
 
