@@ -16,10 +16,52 @@ import asyncio
 import bisect
 import heapq
 import time
+from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
 
 from store.base import Parked
+
+
+class _Log:
+    """A replay log, compact: the entries' numbers in one array, their frames end to end in one
+    buffer. Every open run holds its log (a plain reply is ~116 entries), and a list of (number,
+    frame) pairs costs about 110 bytes more per entry: a tuple, an int and a bytes object each."""
+
+    __slots__ = ("numbers", "ends", "frames")
+
+    def __init__(self) -> None:
+        self.numbers = array("q")  # ascending
+        self.ends = array("q")  # where each entry's frame ends in ``frames``
+        self.frames = bytearray()
+
+    def extend(self, entries: Sequence[tuple[int, bytes]]) -> None:
+        for number, frame in entries:
+            self.frames += frame
+            self.numbers.append(number)
+            self.ends.append(len(self.frames))
+
+    def keep(self, max_len: int) -> None:
+        """Drop the oldest entries past ``max_len``."""
+        drop = len(self.numbers) - max_len
+        if drop > 0:
+            cut = self.ends[drop - 1]
+            del self.numbers[:drop], self.frames[:cut]
+            self.ends = array("q", (end - cut for end in self.ends[drop:]))
+
+    def last(self) -> int:
+        return self.numbers[-1] if self.numbers else 0
+
+    def read(self, after: int, count: int) -> list[tuple[int, bytes]]:
+        start = bisect.bisect_right(self.numbers, after)
+        stop = min(start + count, len(self.numbers))
+        begin = self.ends[start - 1] if start else 0
+        entries = []
+        for index in range(start, stop):
+            end = self.ends[index]
+            entries.append((self.numbers[index], bytes(self.frames[begin:end])))
+            begin = end
+        return entries
 
 
 class MemoryStore:
@@ -29,7 +71,7 @@ class MemoryStore:
     url = None
 
     def __init__(self) -> None:
-        self._values: dict[str, bytes | list[tuple[int, bytes]]] = {}
+        self._values: dict[str, bytes | _Log] = {}
         self._deadlines: dict[str, float] = {}
         self._expiring: list[tuple[float, str]] = []  # (deadline, key), a heap; stale pairs are skipped
         self._scheduled: dict[str, float] = {}  # key -> the deadline of its pair in the heap (at most its own)
@@ -70,11 +112,10 @@ class MemoryStore:
     # --- replay logs --------------------------------------------------------------------------
     async def append(self, key: str, entries: Sequence[tuple[int, bytes]], *, max_len: int, ttl_s: float) -> None:
         log = self._live(key)
-        if not isinstance(log, list):
-            log = []
+        if not isinstance(log, _Log):
+            log = _Log()
         log.extend(entries)
-        if len(log) > max_len:
-            del log[: len(log) - max_len]
+        log.keep(max_len)
         self._set(key, log, ttl_s)
         appended = self._appended.pop(key, None)
         if appended is not None:
@@ -82,7 +123,7 @@ class MemoryStore:
 
     async def read(self, key: str, after: int, *, count: int, wait_s: float) -> list[tuple[int, bytes]]:
         log = self._live(key)
-        if not isinstance(log, list) or not log or log[-1][0] <= after:
+        if not isinstance(log, _Log) or log.last() <= after:
             appended = self._appended.setdefault(key, asyncio.Event())
             try:
                 await asyncio.wait_for(appended.wait(), wait_s)
@@ -91,14 +132,13 @@ class MemoryStore:
                     del self._appended[key]
                 return []
             log = self._live(key)
-            if not isinstance(log, list):
+            if not isinstance(log, _Log):
                 return []
-        start = bisect.bisect_right(log, after, key=lambda entry: entry[0])
-        return log[start : start + count]
+        return log.read(after, count)
 
     async def first(self, key: str) -> int | None:
         log = self._live(key)
-        return log[0][0] if isinstance(log, list) and log else None
+        return log.numbers[0] if isinstance(log, _Log) and log.numbers else None
 
     # --- the approval ledger ------------------------------------------------------------------
     async def park(self, key: str, thread: str, *, max_parked: int, min_age_s: float, leases: str) -> Parked:
@@ -125,13 +165,13 @@ class MemoryStore:
         """Nothing to release."""
 
     # --- expiry -------------------------------------------------------------------------------
-    def _live(self, key: str) -> bytes | list[tuple[int, bytes]] | None:
+    def _live(self, key: str) -> bytes | _Log | None:
         deadline = self._deadlines.get(key)
         if deadline is not None and deadline <= time.monotonic():
             self._drop(key)
         return self._values.get(key)
 
-    def _set(self, key: str, value: bytes | list[tuple[int, bytes]], ttl_s: float) -> None:
+    def _set(self, key: str, value: bytes | _Log, ttl_s: float) -> None:
         deadline = time.monotonic() + ttl_s
         self._values[key] = value
         self._deadlines[key] = deadline
