@@ -46,12 +46,12 @@ from app.approvals import CODES as APPROVAL_CODES
 from app.approvals import ApprovalLedger
 from app.config import Settings
 from app.principals import as_client_named, scoped
-from app.pump import SERVER_SHUTDOWN, TERMINAL, Pump
+from app.pump import SERVER_SHUTDOWN, Pump
 from app.runlog import log_run
 from app.runs import CODES as RUN_CODES
 from app.runs import STATE_UNAVAILABLE
 from emitters.core import NativeLatch, SubagentRun, emit_subagents, subagent_events_enabled
-from runtimes.base import Bridge, Runtime, available
+from runtimes.base import TERMINAL, Bridge, Runtime, available
 from runtimes.budget import limit_model_calls
 from runtimes.model_errors import MODEL_CODES
 from store import Store, StoreUnavailable

@@ -43,13 +43,14 @@ import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 
-from ag_ui.core import BaseEvent, EventType, RunErrorEvent
+from ag_ui.core import BaseEvent, RunErrorEvent
+
+from runtimes.base import TERMINAL
 
 logger = logging.getLogger("agui.pump")
 
 AHEAD = 64
 """How many events the run may get ahead of a slow client before it waits."""
-TERMINAL = frozenset({EventType.RUN_FINISHED, EventType.RUN_ERROR})
 SHUTDOWN_MESSAGE = "The server is shutting down; this run did not finish in time. Send it again."
 
 SERVER_SHUTDOWN = "SERVER_SHUTDOWN"

@@ -17,6 +17,7 @@ from contextlib import aclosing
 from ag_ui.core import BaseEvent, EventType
 
 from app.pump import CLIENT_GONE
+from runtimes.base import TERMINAL
 
 logger = logging.getLogger("agui.run")
 ID_IN_LOG = 128
@@ -57,7 +58,7 @@ async def log_run(
         async with aclosing(frames):
             async for event, frame in frames:
                 counts[event.type.value] += 1
-                if event.type in (EventType.RUN_FINISHED, EventType.RUN_ERROR):
+                if event.type in TERMINAL:
                     log(_outcome(event))
                     logged = True
                 yield event, frame

@@ -46,7 +46,8 @@ from ag_ui.encoder import EventEncoder
 
 from app.guard import BadRequest
 from app.principals import scoped
-from app.pump import CLIENT_GONE, TERMINAL, Starting, run_starting
+from app.pump import CLIENT_GONE, Starting, run_starting
+from runtimes.base import TERMINAL
 from store import Store, StoreUnavailable
 
 if TYPE_CHECKING:  # the pipeline's settings carry this module's limits: no import at run time

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Literal, Protocol, runtime_checkable
 
-from ag_ui.core import BaseEvent, Interrupt, RunAgentInput
+from ag_ui.core import BaseEvent, EventType, Interrupt, RunAgentInput
 
 from runtimes.config import RuntimeSettings
 from runtimes.model_errors import ModelError
@@ -112,6 +112,9 @@ Situation = Literal[
 ]
 """A request that is well-formed but wrong for the thread's state: the rows of the second table
 of docs/errors.md, by their names there."""
+
+TERMINAL = frozenset({EventType.RUN_FINISHED, EventType.RUN_ERROR})
+"""The events that end a run: nothing of the run follows one."""
 
 FINISHED = "RUN_FINISHED"
 """In :attr:`Known.answers`: the situation is not refused; the run finishes."""

@@ -35,7 +35,7 @@ import contextvars
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ag_ui.core import BaseEvent, EventType, RunAgentInput
+from ag_ui.core import BaseEvent, RunAgentInput
 from ag_ui_adk import ADKAgent, PredictStateMapping, SessionManager
 from google.adk.sessions import InMemorySessionService
 
@@ -45,7 +45,7 @@ from runtimes.adk.model import models_for
 from runtimes.adk.sessions import CountBoundedSessions, Threads, ThreadSessions, require_private
 from runtimes.adk.shared import SharedSessions, SharedThreads, engine_sessions
 from runtimes.adk.state import without_bridge_state
-from runtimes.base import HeldThreads, Stage
+from runtimes.base import TERMINAL, HeldThreads, Stage
 from runtimes.config import RuntimeSettings
 from runtimes.interrupts import InterruptGate
 from runtimes.model_errors import ModelError, describe, name_model_errors
@@ -58,7 +58,6 @@ PREDICT_STATE = [
     PredictStateMapping(state_key="document", tool=WRITE_DOCUMENT, tool_argument="document", emit_confirm_tool=False)
 ]
 """``document`` fills in from write_document's streamed argument (no confirm_changes review step)."""
-TERMINAL = frozenset({EventType.RUN_FINISHED, EventType.RUN_ERROR})
 CONCURRENT_RUNS = 1024
 """ag-ui-adk refuses runs beyond its execution limit (10 by default), and counts the threads waiting
 for an approval among them: room for that many runs at once beside every paused thread."""

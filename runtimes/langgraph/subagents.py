@@ -49,6 +49,7 @@ from ag_ui.core import (
 )
 
 from emitters.core import PARENT_RUN_ERROR, subagent_run_id_for
+from runtimes.base import TERMINAL
 from runtimes.langgraph.shared import PAUSED_TTL_S
 from store import Store
 
@@ -59,7 +60,6 @@ _DELEGATIONS: contextvars.ContextVar[dict[str, str] | None] = contextvars.Contex
     "agui_langgraph_delegations", default=None
 )
 _STEPS = frozenset({EventType.STEP_STARTED, EventType.STEP_FINISHED})
-_TERMINAL = frozenset({EventType.RUN_FINISHED, EventType.RUN_ERROR})
 
 
 def record_delegation(config: Any, tool_call_id: str | None) -> None:
@@ -244,7 +244,7 @@ class NativeSubagents:
             async with aclosing(events):
                 async for event in events:
                     for out in subagents.on(event):
-                        if engine is not None and out.type in _TERMINAL:  # saved before a client sees the end
+                        if engine is not None and out.type in TERMINAL:  # saved before a client sees the end
                             await _save(engine, run_input.thread_id, subagents.suspended)
                         yield out
         except Exception:

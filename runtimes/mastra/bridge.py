@@ -32,7 +32,7 @@ from pydantic import TypeAdapter
 from emitters.core import SubagentRun, current_run
 from emitters.mastra import translate_delegations
 from runtimes import budget, script
-from runtimes.base import HeldThreads, Stage
+from runtimes.base import TERMINAL, HeldThreads, Stage
 from runtimes.config import RuntimeSettings
 from runtimes.interrupts import InterruptGate
 from runtimes.mastra import approvals, errors, events, state
@@ -48,7 +48,6 @@ ROUTE = "/mastra/agent"
 bridge is reached at the same URL path)."""
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 EVENT: TypeAdapter = TypeAdapter(Event)
-TERMINAL = frozenset({EventType.RUN_FINISHED, EventType.RUN_ERROR})
 MODEL_CALL = "mastra:model-call"
 """The sidecar's CUSTOM event announcing one model request of the run (``runtimes.budget``: the model is
 called from Node, so the run's budget is spent here, in the run's context)."""

@@ -36,8 +36,9 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 
-from ag_ui.core import BaseEvent, EventType, RunAgentInput
+from ag_ui.core import BaseEvent, RunAgentInput
 
+from runtimes.base import TERMINAL
 from runtimes.msaf import record
 from runtimes.msaf.record import ThreadApprovals
 from store import Store, StoreUnavailable
@@ -46,7 +47,6 @@ logger = logging.getLogger("agui.msaf")
 
 PAUSED_TTL_S = record.INDETERMINATE_RETENTION_S
 SETTLED_TTL_S = record.SETTLED_RETENTION_S
-TERMINAL = frozenset({EventType.RUN_FINISHED, EventType.RUN_ERROR})
 
 
 class SharedApprovals:

@@ -33,13 +33,13 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
-from ag_ui.core import BaseEvent, EventType, RunAgentInput
+from ag_ui.core import BaseEvent, RunAgentInput
 from ag_ui_strands import PredictStateMapping, StrandsAgent, StrandsAgentConfig, ToolBehavior
 from ag_ui_strands.config import ToolCallContext, ToolResultContext
 
 from emitters import strands as dialect
 from runtimes import model_errors
-from runtimes.base import HeldThreads, Stage
+from runtimes.base import TERMINAL, HeldThreads, Stage
 from runtimes.config import RuntimeSettings
 from runtimes.model_errors import ModelError, describe
 from runtimes.script import DELETE_FILE, RESEARCH_SPECIALIST, UPDATE_RECIPE, WRITE_DOCUMENT
@@ -59,7 +59,6 @@ _PER_THREAD_BOOKKEEPING = (
 )
 """The bridge's own per-thread dicts, forgotten with an evicted thread's agent."""
 _ACTIVE_RUNS = "_active_runs_by_thread"
-_TERMINAL = frozenset({EventType.RUN_FINISHED, EventType.RUN_ERROR})
 
 
 class StrandsBridge:
@@ -122,7 +121,7 @@ class StrandsBridge:
         try:
             async with aclosing(events):
                 async for event in events:
-                    ended = event.type in _TERMINAL
+                    ended = event.type in TERMINAL
                     yield event
         finally:
             if not ended:
