@@ -5,9 +5,9 @@ for the earliest deadline (a heap ordered by deadline) sweeps the expired ones, 
 what is alive, busy or idle. A key is in the heap once: a write that only pushes its deadline later
 (a log's every append, a heartbeat) leaves the heap and the timer alone, and the sweep looks the key
 up again when its old deadline comes; so a write costs no heap entry, and the heap holds about one
-entry per live key however often keys are written. Parked sets do not expire: the approval ledger bounds them. Readers
-waiting on a log are woken by the append that brings their entry. The parked sets' clock is this
-process's monotonic one.
+entry per live key however often keys are written. Parked sets do not expire: the approval ledger
+bounds them. Readers waiting on a log are woken by the append that brings their entry. The parked
+sets' clock is this process's monotonic one.
 """
 
 from __future__ import annotations

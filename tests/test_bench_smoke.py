@@ -4,35 +4,32 @@ nothing here asserts a speed, only that ``make bench`` and ``make load`` would p
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from app.config import Settings
 from app.registry import RUNTIMES
-from benchmarks.bench import BenchConfig, run_bench
+from benchmarks.bench import QUICK, run_bench
 from benchmarks.load import KINDS, drive, loopback_only
 from benchmarks.report import BEGIN, END, render, update_docs
 from tests.wire import live_server
 
-TINY = BenchConfig(
+TINY = replace(
+    QUICK,
     runtimes=(RUNTIMES[0].name,),
     scenarios=("plain",),
     rounds=1,
     batch=1,
     warmup=0,
     levels=(2,),
-    concurrency_scenarios=("plain",),
-    concurrency_rounds=1,
     memory_levels=(3,),
     memory_pacing_ms=20,
     workers_level=2,
-    workers_rounds=1,
     store_level=2,
-    store_rounds=1,
     capacity_start=2,
     capacity_max=4,
-    cold_repeats=1,
     burst_timeout_s=30,
     max_seconds=600,
 )
