@@ -162,6 +162,9 @@ class RunRegistry:
     ) -> AsyncIterator[bytes]:
         """The run's frames numbered above ``after``, each with its ``id:``, through the terminal
         event; then RUN_ERROR if the log cannot go on (producer dead, entries trimmed, store down).
+        What one read of the log gets goes out as one chunk: a reader that fell behind catches up
+        in one write, not one per event (each write is a send through the server and a wake of the
+        client: docs/performance.md).
         ``starting`` (a new run's first reader) is done as the first frame goes out, or as the reader
         ends without one."""
         last_beat = 0.0
@@ -173,16 +176,23 @@ class RunRegistry:
                 if producer is None and time.monotonic() - last_beat >= self.limits.heartbeat_s:
                     last_beat = time.monotonic()  # a reader of a run produced elsewhere says it is here
                     await self.store.put(keys.readers, b"1", ttl_s=self.limits.lease_s)
+                frames, ended = [], False
                 for number, entry in entries:
                     if number != after + 1:
-                        yield _error_frame(REPLAY_INCOMPLETE, "Events of this run were dropped from its log.")
-                        return
-                    if starting is not None:
-                        starting.done()
-                    yield b"id: %d\n%s" % (number, entry[1:])
+                        frames.append(_error_frame(REPLAY_INCOMPLETE, "Events of this run were dropped from its log."))
+                        ended = True
+                        break
+                    frames.append(b"id: %d\n%s" % (number, entry[1:]))
                     after = number
                     if entry[:1] == LAST:
-                        return
+                        ended = True
+                        break
+                if frames:
+                    if starting is not None:
+                        starting.done()
+                    yield b"".join(frames)
+                if ended:
+                    return
                 if not entries and not await self._alive(keys, producer):
                     if await self.store.read(keys.log, after, count=1, wait_s=0):
                         continue  # it wrote its last entries as it ended

@@ -124,9 +124,12 @@ class MemoryStore:
     async def read(self, key: str, after: int, *, count: int, wait_s: float) -> list[tuple[int, bytes]]:
         log = self._live(key)
         if not isinstance(log, _Log) or log.last() <= after:
-            appended = self._appended.setdefault(key, asyncio.Event())
+            appended = self._appended.get(key)
+            if appended is None:
+                appended = self._appended[key] = asyncio.Event()
             try:
-                await asyncio.wait_for(appended.wait(), wait_s)
+                async with asyncio.timeout(wait_s):  # not wait_for: on 3.11 it makes a task per wait
+                    await appended.wait()
             except TimeoutError:
                 if self._appended.get(key) is appended:
                     del self._appended[key]

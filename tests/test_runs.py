@@ -7,7 +7,9 @@
 * a ``runId`` names one run: sent again without ``Last-Event-ID`` it is refused, never run twice;
   a client that has the whole run gets 204; bad or unknown ``Last-Event-ID`` get clear 4xx;
 * with several named tokens, a thread belongs to the principal that created it: another's run,
-  resume or reconnect on it goes as on a thread that does not exist.
+  resume or reconnect on it goes as on a thread that does not exist;
+* a reader sends what the log holds for it in one write, not one per event (in process: over TCP,
+  how the bytes arrive is the kernel's business).
 
 The same behaviours across replicas, on the shared engine: tests/test_replicas.py.
 """
@@ -21,7 +23,14 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from types import SimpleNamespace
+
+from ag_ui.core import RunAgentInput, RunFinishedEvent, TextMessageContentEvent
+from ag_ui.encoder import EventEncoder
+
 from app.config import Settings
+from app.runs import LAST, MORE, RunKeys, RunLimits, RunRegistry
+from store.memory import MemoryStore
 from tests.wire import ROUTES, RUNTIME_BY_ROUTE, Run, arun, live_server, post_run, read_until, run_input
 from verifier import verify_events, verify_thread
 from verifier.client import history_after, resume
@@ -151,3 +160,21 @@ def test_one_token_changes_nothing_for_its_caller() -> None:
         body = run_input("Hello there!")
         run = asyncio.run(arun(url, ROUTES[0], body, headers=as_principal(ALICE)))
     assert run.terminal["type"] == "RUN_FINISHED" and run.events[0]["threadId"] == body["threadId"]
+
+
+async def test_a_reader_sends_what_the_log_holds_in_one_write() -> None:
+    store = MemoryStore()
+    runs = RunRegistry(store, RunLimits(detached_s=0, replay_s=60, max_events=1000, lease_s=8))
+    body = RunAgentInput.model_validate(run_input("Hello there!"))
+    route = SimpleNamespace(runtime=SimpleNamespace(route="/any/agent"))  # all a reconnect reads of a pipeline
+    keys = RunKeys.of(route.runtime.route, body.thread_id, body.run_id)
+    encoder = EventEncoder()
+    frames = [encoder.encode(TextMessageContentEvent(message_id="m", delta=str(n))).encode() for n in range(1, 100)]
+    frames.append(encoder.encode(RunFinishedEvent(thread_id=body.thread_id, run_id=body.run_id)).encode())
+    entries = [(n, (LAST if n == len(frames) else MORE) + frame) for n, frame in enumerate(frames, 1)]
+    await store.append(keys.log, entries, max_len=1000, ttl_s=60)
+    await store.put(keys.claim, b"ended:%d" % len(frames), ttl_s=60)
+
+    writes = [chunk async for chunk in await runs.reconnect(route, body, "", 40)]
+
+    assert writes == [b"".join(b"id: %d\n%s" % (n, frame) for n, frame in enumerate(frames, 1) if n > 40)]
