@@ -128,13 +128,17 @@ class Pump:
             self._ending = RunErrorEvent(message=message, code=code)
         self._wake()
 
-    async def drain(self, source: AsyncIterator[BaseEvent]) -> AsyncIterator[BaseEvent]:
-        """Run ``source`` in the pump's task and yield everything it produces or is put, in order."""
+    def drain(self, source: AsyncIterator[BaseEvent]) -> AsyncIterator[BaseEvent]:
+        """Start running ``source`` in the pump's task now, and return everything it produces or is
+        put, in order: iterate it at once (its end is what stops the task). Started here, not when
+        first iterated, so a run's first event is ready as soon as its consumer first looks."""
         self._running = True
         _running.add(self)
         if Pump.grace_s is not None:
             self.end_by(Pump.grace_s)
-        task = self._loop.create_task(self._pull(source), context=contextvars.copy_context())
+        return self._drain(self._loop.create_task(self._pull(source), context=contextvars.copy_context()))
+
+    async def _drain(self, task: asyncio.Task) -> AsyncIterator[BaseEvent]:
         try:
             while True:
                 if self._deadline is not None and self._loop.time() >= self._deadline and not self._ends_soon():

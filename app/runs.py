@@ -41,7 +41,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ag_ui.core import RunAgentInput, RunErrorEvent
+from ag_ui.core import BaseEvent, RunAgentInput, RunErrorEvent
 from ag_ui.encoder import EventEncoder
 
 from app.guard import BadRequest
@@ -136,7 +136,13 @@ class RunRegistry:
                 "This runId was already used on this thread: send Last-Event-ID to read its events again, "
                 "or a new runId for a new run.",
             )
-        producer = _Producer(self, pipeline, run_input, principal, keys)
+        try:
+            leased = await self.store.claim(keys.lease, keys.claim, ttl_s=self.limits.lease_s)
+        except StoreUnavailable as exc:
+            with contextlib.suppress(StoreUnavailable):
+                await self.store.delete(keys.claim)  # the run never started: its runId may be sent again
+            raise BadRequest(503, "state_unavailable", "The state store is unavailable; try again shortly.") from exc
+        producer = _Producer(self, pipeline, run_input, principal, keys, leased)
         self._producers[keys.claim] = producer
         producer.start()
         return self._follow(keys, 0, producer, run_starting())
@@ -222,7 +228,13 @@ class _Producer:
     """One run's producer (see the module docstring). Lives on the server's loop."""
 
     def __init__(
-        self, registry: RunRegistry, pipeline: RoutePipeline, run_input: RunAgentInput, principal: str, keys: RunKeys
+        self,
+        registry: RunRegistry,
+        pipeline: RoutePipeline,
+        run_input: RunAgentInput,
+        principal: str,
+        keys: RunKeys,
+        leased: bool,
     ) -> None:
         self._registry = registry
         self._principal = principal
@@ -231,16 +243,23 @@ class _Producer:
         self._pipeline = pipeline
         self._input = run_input
         self._keys = keys
-        self._run: OpenRun | None = None
+        self._leased = leased  # the run holds its thread's lease (else the thread is busy: it is refused)
+        self._run: OpenRun | None = None  # the pipeline's run, once started (None for a refusal)
         self._readers = 0  # readers in this process
         self._attached = False  # a reader has come (the request that started the run, normally at once)
         self._left_at: float | None = time.monotonic()  # since when nobody here reads; None while someone does
-        self._ending: str | None = None  # why the run must end early, once it is open
         self.done = False
         self.failed = False  # it stopped because the store failed (its readers here say so)
 
     def start(self) -> None:
-        task = asyncio.get_running_loop().create_task(self._produce())
+        """Open the run's pipeline (its bridge starts now, in its pump's task) and start producing."""
+        if self._leased:
+            self._run = self._pipeline.open(self._input, self._principal)
+            frames = self._run.frames
+        else:
+            busy = "A run on this thread is still in flight; wait for it to finish."
+            frames = self._pipeline.refuse(self._input, THREAD_BUSY, busy)
+        task = asyncio.get_running_loop().create_task(self._produce(frames))
         _producing.add(task)
         task.add_done_callback(_producing.discard)
 
@@ -257,26 +276,16 @@ class _Producer:
                 self._end("The client went away, and runs do not go on without one (AGUI_DETACHED_RUN_S=0).")
 
     def _end(self, message: str) -> None:
-        """End the run now with RUN_ERROR ``CLIENT_GONE`` (or as soon as it is open)."""
-        self._ending = message
+        """End the run now with RUN_ERROR ``CLIENT_GONE`` (a refusal ends by itself)."""
         if self._run is not None:
             self._run.end_by(0, CLIENT_GONE, message)
 
-    async def _produce(self) -> None:
+    async def _produce(self, frames: AsyncIterator[tuple[BaseEvent, bytes]]) -> None:
         keys, store = self._keys, self._store
-        leased, number, ended = False, 0, False
+        leased, number, ended = self._leased, 0, False
         log = _LogWriter(store, keys.log, self._limits.max_events)
         beat = asyncio.get_running_loop().create_task(self._beat())
         try:
-            leased = await store.claim(keys.lease, keys.claim, ttl_s=self._limits.lease_s)
-            if leased:
-                self._run = self._pipeline.open(self._input, self._principal)
-                frames = self._run.frames
-                if self._ending is not None:  # its readers left before it opened
-                    self._run.end_by(0, CLIENT_GONE, self._ending)
-            else:
-                busy = "A run on this thread is still in flight; wait for it to finish."
-                frames = self._pipeline.refuse(self._input, THREAD_BUSY, busy)
             terminal = None  # held back until the pipeline has closed and the thread is free
             async with aclosing(frames):
                 async for event, frame in frames:
