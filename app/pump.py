@@ -160,9 +160,9 @@ class Pump:
                     return
                 else:
                     self._wakeup.clear()
-                    timeout = None if self._deadline is None else max(self._deadline - self._loop.time(), 0)
                     try:
-                        await asyncio.wait_for(self._wakeup.wait(), timeout)
+                        async with asyncio.timeout_at(self._deadline):  # None: no deadline (yet)
+                            await self._wakeup.wait()
                     except TimeoutError:
                         pass
         finally:
