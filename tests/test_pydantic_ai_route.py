@@ -50,8 +50,9 @@ def paused(server: Server) -> frozenset[str]:
     return server.on_loop(lambda: server.pipeline(ROUTE).bridge.held_threads().paused)
 
 
-@pytest.mark.parametrize(("status", "payload", "said"), [("resolved", {"approved": False}, "denied"),
-                                                         ("cancelled", None, "Cancelled")])
+@pytest.mark.parametrize(
+    ("status", "payload", "said"), [("resolved", {"approved": False}, "denied"), ("cancelled", None, "Cancelled")]
+)
 def test_a_specialist_approval_answered_no_continues_the_subagent_without_deleting(
     server: Server, status: str, payload: dict | None, said: str
 ) -> None:

@@ -19,12 +19,10 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import httpx
 import pytest
-
-from types import SimpleNamespace
-
 from ag_ui.core import RunAgentInput, RunFinishedEvent, TextMessageContentEvent
 from ag_ui.encoder import EventEncoder
 
