@@ -128,7 +128,7 @@ class RunRegistry:
         try:
             claimed = await self.store.claim(keys.claim, self.process, ttl_s=RUNNING_LOG_TTL_S)
         except StoreUnavailable as exc:
-            raise BadRequest(503, "state_unavailable", "The state store is unavailable; try again shortly.") from exc
+            raise _store_down() from exc
         if not claimed:
             raise BadRequest(
                 409,
@@ -141,7 +141,7 @@ class RunRegistry:
         except StoreUnavailable as exc:
             with contextlib.suppress(StoreUnavailable):
                 await self.store.delete(keys.claim)  # the run never started: its runId may be sent again
-            raise BadRequest(503, "state_unavailable", "The state store is unavailable; try again shortly.") from exc
+            raise _store_down() from exc
         producer = _Producer(self, pipeline, run_input, principal, keys, leased)
         self._producers[keys.claim] = producer
         producer.start()
@@ -156,7 +156,7 @@ class RunRegistry:
         try:
             known = await self.store.get(keys.claim)
         except StoreUnavailable as exc:
-            raise BadRequest(503, "state_unavailable", "The state store is unavailable; try again shortly.") from exc
+            raise _store_down() from exc
         if known is None:
             raise BadRequest(404, "unknown_run", "No run with this threadId and runId is known (or its log expired).")
         if _ended_at(known) is not None and last_event_id >= _ended_at(known):
@@ -392,6 +392,11 @@ _producing: set[asyncio.Task] = set()
 def _ended_at(claim: bytes | None) -> int | None:
     """The number of a run's terminal event, from its claim, once the run has ended."""
     return int(claim[len(ENDED) :]) if claim is not None and claim.startswith(ENDED) else None
+
+
+def _store_down() -> BadRequest:
+    """The answer to a request the store cannot serve right now (nothing of the run has started)."""
+    return BadRequest(503, "state_unavailable", "The state store is unavailable; try again shortly.")
 
 
 def _error_frame(code: str, message: str) -> bytes:

@@ -27,7 +27,7 @@ from ag_ui.core import RunAgentInput, RunFinishedEvent, TextMessageContentEvent
 from ag_ui.encoder import EventEncoder
 
 from app.config import Settings
-from app.runs import LAST, MORE, RunKeys, RunLimits, RunRegistry
+from app.runs import ENDED, LAST, MORE, RunKeys, RunLimits, RunRegistry
 from store.memory import MemoryStore
 from tests.wire import ROUTES, RUNTIME_BY_ROUTE, Run, arun, live_server, post_run, read_until, run_input
 from verifier import verify_events, verify_thread
@@ -171,7 +171,7 @@ async def test_a_reader_sends_what_the_log_holds_in_one_write() -> None:
     frames.append(encoder.encode(RunFinishedEvent(thread_id=body.thread_id, run_id=body.run_id)).encode())
     entries = [(n, (LAST if n == len(frames) else MORE) + frame) for n, frame in enumerate(frames, 1)]
     await store.append(keys.log, entries, max_len=1000, ttl_s=60)
-    await store.put(keys.claim, b"ended:%d" % len(frames), ttl_s=60)
+    await store.put(keys.claim, ENDED + b"%d" % len(frames), ttl_s=60)
 
     writes = [chunk async for chunk in await runs.reconnect(route, body, "", 40)]
 
