@@ -61,9 +61,9 @@ async def _memory_burst(
     server: ServerProcess, kind: str, runtime: str, level: int, config: BenchConfig, deadline: Deadline
 ) -> dict:
     url = target_url(server.base, kind, runtime, "plain")
-    before = server.memory_kib()["VmRSS"]
+    before = server.rss_kib()
     streams = OpenStreams()
-    watcher = asyncio.create_task(watch_open(streams, lambda: server.memory_kib()["VmRSS"]))
+    watcher = asyncio.create_task(watch_open(streams, lambda: _grown(before, server.rss_kib())))
     timeout = max(5.0, min(config.burst_timeout_s, deadline.remaining()))
     try:
         result = await burst(
@@ -74,7 +74,7 @@ async def _memory_burst(
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
     most_open = max((count for count, _ in streams.samples), default=0)
-    rss = max((kib for count, kib in streams.samples if count == most_open), default=before)
+    grown = max((kib for count, kib in streams.samples if count == most_open), default=0)
     return {
         "runtime": runtime,
         "target": kind,
@@ -82,11 +82,17 @@ async def _memory_burst(
         "errors": len(result.errors),
         "error_samples": sorted(set(result.errors))[:3],
         "open_at_sample": most_open,
-        "rss_before_mib": round(before / 1024, 1),
-        "rss_all_open_mib": round(rss / 1024, 1),
-        "kib_per_open_stream": round(max(0, rss - before) / most_open, 1) if most_open else None,
+        "rss_before_mib": round(sum(before.values()) / 1024, 1),
+        "rss_all_open_mib": round((sum(before.values()) + grown) / 1024, 1),
+        "kib_per_open_stream": round(grown / most_open, 1) if most_open else None,
         "load_1m": load_average()[0],
     }
+
+
+def _grown(before: dict[int, int], now: dict[int, int]) -> int:
+    """KiB the server's processes grew by since ``before``, each counted on its own: a process that
+    let memory go meanwhile (an idle sidecar's garbage collector) takes nothing off the others'."""
+    return sum(max(0, kib - before.get(pid, 0)) for pid, kib in now.items())
 
 
 # --- concurrent bursts, interleaved ------------------------------------------------------------

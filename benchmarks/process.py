@@ -1,8 +1,9 @@
-"""Server processes for the benchmarks: spawn on a free loopback port, wait, measure memory, stop.
+"""Server processes for the benchmarks: spawn on a free loopback port, wait, measure, stop.
 
 Every server is its own OS process (never a thread of the client), so the client's CPU and the
-server's are not mixed and the server's memory can be read from ``/proc/<pid>/status``. Output
-goes to a log file, never a pipe: a chatty server must not block on a full pipe mid-measurement.
+server's are not mixed, and the server's memory and CPU, with those of the processes it started (a
+sidecar), can be read from ``/proc``. Output goes to a log file, never a pipe: a chatty server must
+not block on a full pipe mid-measurement.
 """
 
 from __future__ import annotations
@@ -116,8 +117,8 @@ def target_url(base: str, kind: str, runtime: str, scenario: str) -> str:
     return f"{base}/floor/{runtime}/{scenario}" if kind == "floor" else base + route_of(runtime)
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU seconds (user + system) of process ``pid`` and its descendants still running."""
+def process_tree(pid: int) -> set[int]:
+    """Process ``pid`` and its descendants still running."""
     parents: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -130,14 +131,33 @@ def cpu_seconds(pid: int) -> float:
         children = {child for child, parent in parents.items() if parent in tree} - tree
         tree |= children
         grew = bool(children)
+    return tree
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) of process ``pid`` and its descendants still running."""
     ticks = 0
-    for member in tree:
+    for member in process_tree(pid):
         try:
             fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
         ticks += int(fields[11]) + int(fields[12])  # utime, stime
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def rss_kib(pid: int) -> dict[int, int]:
+    """Resident memory (``VmRSS``) of process ``pid`` and of each of its descendants still running,
+    in KiB by pid: a server's memory includes the processes it started (a sidecar, the model a
+    launcher serves it)."""
+    sizes = {}
+    for member in process_tree(pid):
+        try:
+            status = Path(f"/proc/{member}/status").read_text()
+        except OSError:
+            continue
+        sizes[member] = sum(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
+    return sizes
 
 
 class ServerProcess:
@@ -184,23 +204,14 @@ class ServerProcess:
             raise RuntimeError(f"{self.spec.name} exited with {self._proc.returncode}; see {self.log_path}") from None
         return time.perf_counter() - self.started_at
 
-    def memory_kib(self) -> dict[str, int]:
-        """``VmRSS`` (now) and ``VmHWM`` (peak since start or the last :meth:`reset_peak`), in KiB."""
-        values: dict[str, int] = {}
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            key, _, rest = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                values[key] = int(rest.split()[0])
-        return values
+    def rss_kib(self) -> dict[int, int]:
+        """Resident memory of the server and of every process it started, in KiB by pid (:func:`rss_kib`)."""
+        return rss_kib(self.pid)
 
     def cpu_s(self) -> float:
         """CPU seconds (user + system) used so far by the server and every process it started
         (uvicorn's workers)."""
         return cpu_seconds(self.pid)
-
-    def reset_peak(self) -> None:
-        """Restart the peak-RSS counter (Linux ``clear_refs`` 5), so a burst's peak is its own."""
-        Path(f"/proc/{self.pid}/clear_refs").write_text("5")
 
     def stop(self) -> None:
         if self._proc is None or self._proc.poll() is not None:

@@ -4,6 +4,8 @@ nothing here asserts a speed, only that ``make bench`` and ``make load`` would p
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from app.config import Settings
 from app.registry import RUNTIMES
 from benchmarks.bench import QUICK, run_bench
 from benchmarks.load import KINDS, drive, loopback_only
+from benchmarks.process import rss_kib
 from benchmarks.report import BEGIN, END, render, update_docs
 from tests.wire import live_server
 
@@ -115,3 +118,17 @@ def test_load_refuses_anything_but_loopback(url: str) -> None:
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8000/", "http://localhost:9000", "http://[::1]:8000"])
 def test_load_accepts_loopback(url: str) -> None:
     assert loopback_only(url) == url.rstrip("/")
+
+
+def test_a_servers_memory_includes_the_processes_it_started() -> None:
+    """A bridge in a sidecar holds its streams in the sidecar: a server's memory is its process tree's."""
+    child = (
+        "import sys; held = bytearray(64 << 20); held[::4096] = bytes(len(held) // 4096); "  # every page written
+        "print(flush=True); sys.stdin.read()"
+    )
+    parent = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])"
+    with subprocess.Popen([sys.executable, "-c", parent], stdin=subprocess.PIPE, stdout=subprocess.PIPE) as server:
+        server.stdout.readline()  # the child's line: its 64 MiB are resident
+        sizes = rss_kib(server.pid)
+        assert len(sizes) == 2 and max(kib for pid, kib in sizes.items() if pid != server.pid) >= 64 * 1024, sizes
+        server.stdin.close()
