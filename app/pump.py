@@ -107,9 +107,10 @@ class Pump:
         self._deadline: float | None = None
         self._ending = RunErrorEvent(message=SHUTDOWN_MESSAGE, code=SERVER_SHUTDOWN)  # sent at the deadline
         self._ready: deque[BaseEvent] = deque()
-        self._wakeup = asyncio.Event()
-        self._room = asyncio.Event()
-        self._room.set()
+        # The two waits are futures made per wait, not asyncio.Events (each holds a deque for as
+        # long as it lives, and every open stream has a pump): None while nobody waits.
+        self._wakeup: asyncio.Future[None] | None = None  # the consumer's, for an event or the deadline
+        self._room: asyncio.Future[None] | None = None  # the source's, for the client to catch up
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self._closed = False  # a terminal event is in ``_ready``: nothing else may follow it
@@ -152,19 +153,21 @@ class Pump:
                 if self._ready:
                     event = self._ready.popleft()
                     if len(self._ready) < AHEAD // 2:
-                        self._room.set()
+                        _resolve(self._room)
                     yield event
                     if event.type in TERMINAL:
                         return
                 elif not self._running:
                     return
                 else:
-                    self._wakeup.clear()
+                    self._wakeup = self._loop.create_future()
                     try:
                         async with asyncio.timeout_at(self._deadline):  # None: no deadline (yet)
-                            await self._wakeup.wait()
+                            await self._wakeup
                     except TimeoutError:
                         pass
+                    finally:
+                        self._wakeup = None
         finally:
             _running.discard(self)
             self._closed = True
@@ -190,8 +193,11 @@ class Pump:
                 if self._closed:
                     return
                 if len(self._ready) >= AHEAD:
-                    self._room.clear()
-                    await self._room.wait()
+                    self._room = self._loop.create_future()
+                    try:
+                        await self._room
+                    finally:
+                        self._room = None
                 elif first or _starting:
                     # Let the client see this run start, or another run start, before going on.
                     await asyncio.sleep(0)
@@ -222,6 +228,12 @@ class Pump:
 
     def _wake(self) -> None:
         if threading.get_ident() == self._loop_thread:
-            self._wakeup.set()
+            _resolve(self._wakeup)
         else:
-            self._loop.call_soon_threadsafe(self._wakeup.set)
+            self._loop.call_soon_threadsafe(lambda: _resolve(self._wakeup))
+
+
+def _resolve(waiter: asyncio.Future[None] | None) -> None:
+    """End a wait, if one is on."""
+    if waiter is not None and not waiter.done():
+        waiter.set_result(None)

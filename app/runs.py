@@ -8,7 +8,8 @@ order, on any replica; and a run may go on for a while with nobody reading
 * its **producer**, one task per run (:class:`_Producer`): holds the thread's lease (one run per
   thread at a time, on every replica: a second gets RUN_ERROR ``THREAD_BUSY``), drives the route's
   pipeline, and appends every frame, numbered from 1, to the run's log in the store; a heartbeat
-  keeps the lease and the run's records alive while it runs;
+  keeps the lease and the run's records alive while it runs (one timer for every run of the
+  process, :meth:`RunRegistry._beat`: a task per run would be memory every open stream holds);
 * its **readers** (:meth:`RunRegistry.follow`): the request that started the run, and any that
   reconnect, follow the log from where they are and send each frame with its ``id:``, until the
   terminal event.
@@ -120,6 +121,7 @@ class RunRegistry:
         self.limits = limits
         self.process = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._producers: dict[str, _Producer] = {}  # claim key -> the run it produces, while it runs
+        self._heartbeat: asyncio.Task[None] | None = None  # the runs' heartbeat, while there are runs
 
     async def start(self, pipeline: RoutePipeline, run_input: RunAgentInput, principal: str) -> AsyncIterator[bytes]:
         """Start a new run for ``principal`` and follow it from its first event. Raises
@@ -144,6 +146,9 @@ class RunRegistry:
             raise _store_down() from exc
         producer = _Producer(self, pipeline, run_input, principal, keys, leased)
         self._producers[keys.claim] = producer
+        loop = asyncio.get_running_loop()
+        if self._heartbeat is None or self._heartbeat.get_loop() is not loop:  # or the app is served anew
+            self._heartbeat = loop.create_task(self._beat())
         producer.start()
         return self._follow(keys, 0, producer, run_starting())
 
@@ -218,6 +223,23 @@ class RunRegistry:
             if producer is not None:
                 producer.detach()
 
+    async def _beat(self) -> None:
+        """Every ``heartbeat_s`` while this process produces runs: each run's heartbeat, together."""
+        while True:
+            await asyncio.sleep(self.limits.heartbeat_s)
+            producers = list(self._producers.values())
+            beats = await asyncio.gather(*(producer.beat() for producer in producers), return_exceptions=True)
+            for producer, outcome in zip(producers, beats, strict=True):
+                if isinstance(outcome, Exception):
+                    logger.error("run=%.64r | the heartbeat failed", producer.run_id, exc_info=outcome)
+
+    def _produced(self, claim: str) -> None:
+        """The run of ``claim`` is over; the heartbeat stops with the last run."""
+        self._producers.pop(claim, None)
+        if not self._producers and self._heartbeat is not None:
+            self._heartbeat.cancel()
+            self._heartbeat = None
+
     async def _alive(self, keys: RunKeys, producer: _Producer | None) -> bool:
         if producer is not None:
             return not producer.done
@@ -284,10 +306,10 @@ class _Producer:
         keys, store = self._keys, self._store
         leased, number, ended = self._leased, 0, False
         log = _LogWriter(store, keys.log, self._limits.max_events)
-        beat = asyncio.get_running_loop().create_task(self._beat())
         try:
             terminal = None  # held back until the pipeline has closed and the thread is free
             async with aclosing(frames):
+                await store.put(keys.alive, b"1", ttl_s=self._limits.lease_s)  # then the registry's heartbeat
                 async for event, frame in frames:
                     number += 1
                     if event.type in TERMINAL:  # the pipeline's last event
@@ -305,13 +327,12 @@ class _Producer:
                 await store.append(keys.log, entry, max_len=self._limits.max_events, ttl_s=self._limits.replay_s)
                 ended = True
         except StoreUnavailable:
-            logger.warning("run=%.64r | the state store failed mid-run; the run stops", self._input.run_id)
+            logger.warning("run=%.64r | the state store failed mid-run; the run stops", self.run_id)
             self.failed = True
         finally:
             self.done = True
-            beat.cancel()
             log.cancel()
-            self._registry._producers.pop(keys.claim, None)
+            self._registry._produced(keys.claim)
             with contextlib.suppress(StoreUnavailable):
                 if leased:
                     await store.release(keys.lease, keys.claim)
@@ -319,24 +340,26 @@ class _Producer:
                 if ended:  # else its readers see the producer gone before the end: RUN_LOST
                     await store.put(keys.claim, b"%s%d" % (ENDED, number), ttl_s=self._limits.replay_s)
 
-    async def _beat(self) -> None:
-        """While the run goes: renew its lease and records, and end it once it has had no reader
-        for ``AGUI_DETACHED_RUN_S`` (readers on other processes count; a request that never started
-        reading gets at least a lease's time)."""
+    async def beat(self) -> None:
+        """The run's heartbeat (every ``heartbeat_s``, from :meth:`RunRegistry._beat`): renew its
+        lease and records, and end it once it has had no reader for ``AGUI_DETACHED_RUN_S`` (readers
+        on other processes count; a request that never started reading gets at least a lease's time)."""
         keys, store, limits = self._keys, self._store, self._limits
-        while True:
-            try:
-                await store.put(keys.alive, b"1", ttl_s=limits.lease_s)
-                await store.refresh(keys.lease, keys.claim, ttl_s=limits.lease_s)
-                allowed = limits.detached_s if self._attached else max(limits.detached_s, limits.lease_s)
-                if self._left_at is not None and time.monotonic() - self._left_at >= allowed:
-                    if await store.get(keys.readers) is None:
-                        self._end(f"Nobody read this run for AGUI_DETACHED_RUN_S ({limits.detached_s:g} s).")
-                    else:
-                        self._left_at = time.monotonic()
-            except StoreUnavailable:
-                logger.warning("run=%.64r | the state store did not answer the heartbeat", self._input.run_id)
-            await asyncio.sleep(limits.heartbeat_s)
+        try:
+            await store.put(keys.alive, b"1", ttl_s=limits.lease_s)
+            await store.refresh(keys.lease, keys.claim, ttl_s=limits.lease_s)
+            allowed = limits.detached_s if self._attached else max(limits.detached_s, limits.lease_s)
+            if self._left_at is not None and time.monotonic() - self._left_at >= allowed:
+                if await store.get(keys.readers) is None:
+                    self._end(f"Nobody read this run for AGUI_DETACHED_RUN_S ({limits.detached_s:g} s).")
+                else:
+                    self._left_at = time.monotonic()
+        except StoreUnavailable:
+            logger.warning("run=%.64r | the state store did not answer the heartbeat", self.run_id)
+
+    @property
+    def run_id(self) -> str:
+        return self._input.run_id
 
 
 class _LogWriter:

@@ -76,7 +76,7 @@ class MemoryStore:
         self._expiring: list[tuple[float, str]] = []  # (deadline, key), a heap; stale pairs are skipped
         self._scheduled: dict[str, float] = {}  # key -> the deadline of its pair in the heap (at most its own)
         self._sets: dict[str, OrderedDict[str, float]] = {}  # parked sets: thread -> parked at, oldest first
-        self._appended: dict[str, asyncio.Event] = {}  # log key -> set by its next append (readers wait on it)
+        self._waiting: dict[str, list[asyncio.Future[None]]] = {}  # log key -> readers' waits its next append ends
         self._timer: asyncio.TimerHandle | None = None  # the next sweep, at the earliest deadline
         self._timer_at = 0.0
 
@@ -117,23 +117,28 @@ class MemoryStore:
         log.extend(entries)
         log.keep(max_len)
         self._set(key, log, ttl_s)
-        appended = self._appended.pop(key, None)
-        if appended is not None:
-            appended.set()
+        for waiter in self._waiting.pop(key, ()):
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def read(self, key: str, after: int, *, count: int, wait_s: float) -> list[tuple[int, bytes]]:
         log = self._live(key)
         if not isinstance(log, _Log) or log.last() <= after:
-            appended = self._appended.get(key)
-            if appended is None:
-                appended = self._appended[key] = asyncio.Event()
+            # A future per wait, not an asyncio.Event per log: every open stream's reader is waiting
+            # here most of the time, and an Event holds a deque (~0.6 KiB) for as long as it lives.
+            waiter = asyncio.get_running_loop().create_future()
+            waiters = self._waiting.setdefault(key, [])
+            waiters.append(waiter)
             try:
                 async with asyncio.timeout(wait_s):  # not wait_for: on 3.11 it makes a task per wait
-                    await appended.wait()
+                    await waiter
             except TimeoutError:
-                if self._appended.get(key) is appended:
-                    del self._appended[key]
                 return []
+            finally:
+                if not waiter.done() or waiter.cancelled():  # timed out or cancelled: no append took it
+                    waiters.remove(waiter)
+                    if not waiters and self._waiting.get(key) is waiters:
+                        del self._waiting[key]
             log = self._live(key)
             if not isinstance(log, _Log):
                 return []
