@@ -62,6 +62,8 @@ REPLAY_INCOMPLETE = "REPLAY_INCOMPLETE"
 STATE_UNAVAILABLE = "STATE_UNAVAILABLE"
 CODES = frozenset({THREAD_BUSY, CLIENT_GONE, RUN_LOST, REPLAY_INCOMPLETE, STATE_UNAVAILABLE})
 """The RUN_ERROR codes of this module (docs/errors.md)."""
+BUSY_MESSAGE = "A run on this thread is still in flight; wait for it to finish."
+"""The RUN_ERROR ``THREAD_BUSY`` message of a run refused because its thread's lease is held."""
 
 RUNNING_LOG_TTL_S = 24 * 3600.0
 """A running run's log and claim: kept while it runs (a heartbeat or an append renews them)."""
@@ -279,8 +281,7 @@ class _Producer:
             self._run = self._pipeline.open(self._input, self._principal)
             frames = self._run.frames
         else:
-            busy = "A run on this thread is still in flight; wait for it to finish."
-            frames = self._pipeline.refuse(self._input, THREAD_BUSY, busy)
+            frames = self._pipeline.refuse(self._input, THREAD_BUSY, BUSY_MESSAGE)
         task = asyncio.get_running_loop().create_task(self._produce(frames))
         _producing.add(task)
         task.add_done_callback(_producing.discard)
@@ -345,6 +346,8 @@ class _Producer:
         lease and records, and end it once it has had no reader for ``AGUI_DETACHED_RUN_S`` (readers
         on other processes count; a request that never started reading gets at least a lease's time)."""
         keys, store, limits = self._keys, self._store, self._limits
+        if self.done:  # it ended since this beat was due: its records are gone and must stay gone
+            return
         try:
             await store.put(keys.alive, b"1", ttl_s=limits.lease_s)
             await store.refresh(keys.lease, keys.claim, ttl_s=limits.lease_s)

@@ -113,8 +113,9 @@ def memory_table(results: dict) -> list[str]:
             ]
         )
     header = [
-        "runtime", "N", "open at sample bare / ours", "RSS before MiB bare / ours", "RSS all open MiB bare / ours",
-        "bare KiB/open stream", "ours KiB/open stream", "ours/bare", "errors", "load 1m bare / ours",
+        "runtime", "N", "open at sample bare / ours", "RSS before MiB bare / ours",
+        "RSS before + growth MiB bare / ours", "bare KiB/open stream", "ours KiB/open stream", "ours/bare",
+        "errors", "load 1m bare / ours",
     ]  # fmt: skip
     return _table(header, out)
 
@@ -229,8 +230,8 @@ def render(results: dict) -> str:
         "",
         *concurrency_table(results),
         "",
-        "### Memory per open stream (all N plain runs held open at once by pacing; (RSS then − RSS before) / "
-        "streams open)",
+        "### Memory per open stream (all N plain runs held open at once by pacing; what the server's processes "
+        "grew by (RSS, a sidecar's included) / streams open)",
         "",
         *memory_table(results),
         "",

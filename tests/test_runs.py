@@ -8,6 +8,8 @@
   a client that has the whole run gets 204; bad or unknown ``Last-Event-ID`` get clear 4xx;
 * with several named tokens, a thread belongs to the principal that created it: another's run,
   resume or reconnect on it goes as on a thread that does not exist;
+* a run holds its thread for as long as it goes, however many leases (``AGUI_LEASE_S``) that is:
+  the process's heartbeat renews them;
 * a reader sends what the log holds for it in one write, not one per event (in process: over TCP,
   how the bytes arrive is the kernel's business).
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Iterator
 from types import SimpleNamespace
 
@@ -27,9 +30,19 @@ from ag_ui.core import RunAgentInput, RunFinishedEvent, TextMessageContentEvent
 from ag_ui.encoder import EventEncoder
 
 from app.config import Settings
-from app.runs import ENDED, LAST, MORE, RunKeys, RunLimits, RunRegistry
+from app.runs import BUSY_MESSAGE, ENDED, LAST, MORE, THREAD_BUSY, RunKeys, RunLimits, RunRegistry
 from store.memory import MemoryStore
-from tests.wire import ROUTES, RUNTIME_BY_ROUTE, Run, arun, live_server, post_run, read_until, run_input
+from tests.wire import (
+    ROUTES,
+    RUNTIME_BY_ROUTE,
+    Run,
+    arun,
+    live_server,
+    open_stream,
+    post_run,
+    read_until,
+    run_input,
+)
 from verifier import verify_events, verify_thread
 from verifier.client import history_after, resume
 
@@ -158,6 +171,31 @@ def test_one_token_changes_nothing_for_its_caller() -> None:
         body = run_input("Hello there!")
         run = asyncio.run(arun(url, ROUTES[0], body, headers=as_principal(ALICE)))
     assert run.terminal["type"] == "RUN_FINISHED" and run.events[0]["threadId"] == body["threadId"]
+
+
+def test_a_run_holds_its_thread_for_as_long_as_it_goes() -> None:
+    lease_s = 1.0
+    with live_server(Settings(agui_script_delay_ms=40, agui_lease_s=lease_s)) as url:
+        # The offline model quotes a prompt back: 200 words are a reply of about 4 s at this pace.
+        route, body = ROUTES[0], run_input(" ".join(f"word{n}" for n in range(200)))
+
+        async def run_and_try_another() -> tuple[list[dict], list[dict], Run]:
+            async with open_stream(url, route, body) as events:
+                head = [await anext(events)]
+                started = time.monotonic()
+                async for event in events:  # until the run has outlived two leases
+                    head.append(event)
+                    if time.monotonic() - started > 2 * lease_s or event["type"] == "RUN_FINISHED":
+                        break
+                other = await asyncio.to_thread(post_run, url, route, run_input("Hello", thread_id=body["threadId"]))
+                return head, [event async for event in events], other
+
+        head, rest, other = asyncio.run(run_and_try_another())
+
+    assert head[-1]["type"] != "RUN_FINISHED", "the run must still be going after two leases (pace it slower)"
+    assert other.types() == ["RUN_STARTED", "RUN_ERROR"]
+    assert (other.terminal["code"], other.terminal["message"]) == (THREAD_BUSY, BUSY_MESSAGE), "the lease refused it"
+    assert verify_events(head + rest) == [] and rest[-1]["type"] == "RUN_FINISHED"
 
 
 async def test_a_reader_sends_what_the_log_holds_in_one_write() -> None:
