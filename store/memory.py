@@ -135,7 +135,7 @@ class MemoryStore:
             except TimeoutError:
                 return []
             finally:
-                if not waiter.done() or waiter.cancelled():  # timed out or cancelled: no append took it
+                if waiter.cancelled():  # timed out or cancelled: no append took it, it is still listed
                     waiters.remove(waiter)
                     if not waiters and self._waiting.get(key) is waiters:
                         del self._waiting[key]
