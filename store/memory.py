@@ -16,51 +16,72 @@ import asyncio
 import bisect
 import heapq
 import time
+import zlib
 from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
 
 from store.base import Parked
 
+BLOCK = 32
+"""Entries of a replay log compressed together (:class:`_Log`)."""
+WINDOW_BITS = 12
+"""Deflate's window for a block, 4 KiB: a frame repeats mostly the one just before it."""
+
 
 class _Log:
-    """A replay log, compact: the entries' numbers in one array, their frames end to end in one
-    buffer. Every open run holds its log (a plain reply is ~116 entries), and a list of (number,
-    frame) pairs costs about 110 bytes more per entry: a tuple, an int and a bytes object each."""
+    """A replay log, compact: the entries' numbers in one array; their frames end to end, the older
+    ones compressed :data:`BLOCK` entries at a time.
 
-    __slots__ = ("numbers", "ends", "frames")
+    Every open run holds its log, and a finished run's log stays ``AGUI_REPLAY_S`` for reconnects:
+    a plain reply is ~116 entries and ~18 KB of frames, most of each frame the same as the one
+    before it (event type, message id), so a block compresses ~15 times, for ~7 µs. A client
+    following the run reads the uncompressed tail; only a reconnect that goes back further
+    decompresses, ~4 µs a block. A list of (number, frame) pairs would cost ~110 bytes more per
+    entry: a tuple, an int and a bytes object each.
+
+    Invariants: entry ``i`` (0 = the oldest kept) is in ``blocks[i // BLOCK]``, or in ``tail`` past
+    the blocks; ``ends[i]`` is where its frame ends in its block (or the tail) uncompressed, and it
+    starts where entry ``i - 1`` ends, or at 0 when ``i % BLOCK == 0``. Trimming drops whole blocks.
+    """
+
+    __slots__ = ("numbers", "ends", "blocks", "tail")
 
     def __init__(self) -> None:
         self.numbers = array("q")  # ascending
-        self.ends = array("q")  # where each entry's frame ends in ``frames``
-        self.frames = bytearray()
+        self.ends = array("q")
+        self.blocks: list[bytes] = []  # raw deflate, oldest first
+        self.tail = bytearray()
 
     def extend(self, entries: Sequence[tuple[int, bytes]]) -> None:
         for number, frame in entries:
-            self.frames += frame
+            self.tail += frame
             self.numbers.append(number)
-            self.ends.append(len(self.frames))
+            self.ends.append(len(self.tail))
+            if len(self.numbers) == (len(self.blocks) + 1) * BLOCK:
+                packer = zlib.compressobj(1, zlib.DEFLATED, -WINDOW_BITS, 4)  # small window and state: a block is ~5 KB
+                self.blocks.append(packer.compress(self.tail) + packer.flush())
+                self.tail = bytearray()  # a new buffer: clearing keeps the old allocation
 
     def keep(self, max_len: int) -> None:
-        """Drop the oldest entries past ``max_len``."""
-        drop = len(self.numbers) - max_len
+        """Drop the oldest blocks while at least ``max_len`` entries remain."""
+        drop = min((len(self.numbers) - max_len) // BLOCK, len(self.blocks))
         if drop > 0:
-            cut = self.ends[drop - 1]
-            del self.numbers[:drop], self.frames[:cut]
-            self.ends = array("q", (end - cut for end in self.ends[drop:]))
+            del self.blocks[:drop], self.numbers[: drop * BLOCK], self.ends[: drop * BLOCK]
 
     def last(self) -> int:
         return self.numbers[-1] if self.numbers else 0
 
     def read(self, after: int, count: int) -> list[tuple[int, bytes]]:
         start = bisect.bisect_right(self.numbers, after)
-        stop = min(start + count, len(self.numbers))
-        begin = self.ends[start - 1] if start else 0
         entries = []
-        for index in range(start, stop):
-            end = self.ends[index]
-            entries.append((self.numbers[index], bytes(self.frames[begin:end])))
-            begin = end
+        frames, block = self.tail, -1
+        for index in range(start, min(start + count, len(self.numbers))):
+            if index // BLOCK != block:
+                block = index // BLOCK
+                frames = zlib.decompress(self.blocks[block], -WINDOW_BITS) if block < len(self.blocks) else self.tail
+            begin = self.ends[index - 1] if index % BLOCK else 0
+            entries.append((self.numbers[index], bytes(frames[begin : self.ends[index]])))
         return entries
 
 

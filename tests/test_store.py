@@ -195,6 +195,23 @@ async def test_logs_keep_about_the_last_max_len(subject: Subject, ns: str) -> No
     assert kept == [(seq, b"%d" % seq) for seq in range(first, 401)]
 
 
+async def test_a_long_log_reads_back_exactly_from_anywhere(subject: Subject, ns: str) -> None:
+    """A run's log of a few hundred frames, appended one or many at a time, frames of every size:
+    any read (a reconnect going back to any point, any count) gets exactly the frames appended.
+    In memory the older frames are compressed in blocks: this crosses their boundaries."""
+    store, log = subject.store, ns + "log"
+    frames = {seq: b"data: %d %s\n\n" % (seq, b"x" * (seq * 37 % 300)) for seq in range(1, 301)}
+    seq = 1
+    for size in [1, 2, 31, 1, 64, 7, 100, 94]:
+        await store.append(log, [(n, frames[n]) for n in range(seq, seq + size)], max_len=10_000, ttl_s=60)
+        seq += size
+    assert seq == 301
+    for after in [0, 1, 31, 32, 33, 63, 64, 150, 255, 256, 299, 300]:
+        for count in [1, 2, 33, 1000]:
+            expected = [(n, frames[n]) for n in range(after + 1, min(after + count, 300) + 1)]
+            assert await store.read(log, after, count=count, wait_s=0) == expected, (after, count)
+
+
 async def test_a_log_expires_after_its_last_append(subject: Subject, ns: str) -> None:
     store, log = subject.store, ns + "log"
     await store.append(log, [(1, b"a")], max_len=10, ttl_s=0.05)
