@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import statistics
 import sys
 import tempfile
@@ -65,7 +66,12 @@ class BenchConfig:
     """Which of ``levels`` every scenario but ``plain`` is measured at (the time budget: a
     delegation burst costs several plain ones)."""
     concurrency_rounds: int = 2
-    """Concurrency phase: rounds per level, each one burst per target, which goes first alternating."""
+    """Concurrency phase: rounds per level at least, each one burst per target, which goes first
+    alternating."""
+    concurrency_min_runs: int = 400
+    """Concurrency phase: and rounds enough that each target serves this many runs at a level (8
+    rounds at N = 50): the p99 of one 50-run burst is about its slowest run, and its total time
+    moves with whatever else the machine did in that half second, so two such rounds make no figure."""
     memory_levels: tuple[int, ...] = (100, 500)
     memory_pacing_ms: int = 100
     """Memory phase: streams held open by this pacing (a plain run then takes ~10 s), so all N are
@@ -86,6 +92,10 @@ class BenchConfig:
     phases: tuple[str, ...] = PHASES
     """Which phases run (``--phases``); the cold start needs the streaming phase's captured frames."""
 
+    def rounds_at(self, level: int) -> int:
+        """Concurrency phase: the rounds at ``level``."""
+        return max(self.concurrency_rounds, math.ceil(self.concurrency_min_runs / level))
+
     def levels_of(self, scenario: str) -> tuple[int, ...]:
         """The concurrency levels ``scenario`` is measured at."""
         return (
@@ -100,6 +110,7 @@ QUICK = BenchConfig(
     levels=(10,),
     concurrency_scenarios=("plain",),
     concurrency_rounds=1,
+    concurrency_min_runs=0,
     memory_levels=(10,),
     memory_pacing_ms=50,
     workers_level=10,

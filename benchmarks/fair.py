@@ -99,7 +99,7 @@ def _grown(before: dict[int, int], now: dict[int, int]) -> int:
 
 
 async def measure_concurrency(config: BenchConfig, logs: Path, deadline: Deadline) -> list[dict]:
-    """Per scenario and route: a bare and an ours server, then per level ``concurrency_rounds``
+    """Per scenario and route: a bare and an ours server, then per level ``config.rounds_at(level)``
     rounds of one burst on each, which one goes first alternating round by round."""
     kinds = PAIR
     rows = []
@@ -115,7 +115,7 @@ async def measure_concurrency(config: BenchConfig, logs: Path, deadline: Deadlin
                 for level in config.levels_of(scenario):
                     bursts: dict[str, list[Burst]] = {kind: [] for kind in kinds}
                     loads = []
-                    for round_number in range(config.concurrency_rounds):
+                    for round_number in range(config.rounds_at(level)):
                         if deadline.expired():
                             break
                         shift = round_number % len(kinds)

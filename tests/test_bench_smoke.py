@@ -13,7 +13,7 @@ import pytest
 
 from app.config import Settings
 from app.registry import RUNTIMES
-from benchmarks.bench import QUICK, run_bench
+from benchmarks.bench import QUICK, BenchConfig, run_bench
 from benchmarks.load import KINDS, drive, loopback_only
 from benchmarks.process import rss_kib
 from benchmarks.report import BEGIN, END, render, update_docs
@@ -80,6 +80,12 @@ def test_bench_reports_every_section(tmp_path: Path) -> None:
     assert "hand-written analysis" in text and text.count(BEGIN) == 1 and text.count(END) == 1
     assert "ours/bare ev/s" in text
     assert "KiB/open stream" in text and "streams held" in text and "TTFE p99 ratio" in text
+
+
+def test_small_concurrency_levels_get_rounds_enough_for_a_p99() -> None:
+    full = BenchConfig()
+    assert [full.rounds_at(level) for level in full.levels] == [8, 2, 2]
+    assert QUICK.rounds_at(10) == 1
 
 
 def test_load_runs_every_kind_on_every_route_and_verifies_it() -> None:
