@@ -6,6 +6,8 @@
   whether the run went on without it (``AGUI_DETACHED_RUN_S``) or stopped (``CLIENT_GONE``);
 * a ``runId`` names one run: sent again without ``Last-Event-ID`` it is refused, never run twice;
   a client that has the whole run gets 204; bad or unknown ``Last-Event-ID`` get clear 4xx;
+* a reconnect from further back than the log keeps (``AGUI_REPLAY_MAX_EVENTS``) is told so
+  (``REPLAY_INCOMPLETE``), one from within it gets the rest;
 * with several named tokens, a thread belongs to the principal that created it: another's run,
   resume or reconnect on it goes as on a thread that does not exist;
 * a run holds its thread for as long as it goes, however many leases (``AGUI_LEASE_S``) that is:
@@ -214,3 +216,19 @@ async def test_a_reader_sends_what_the_log_holds_in_one_write() -> None:
     writes = [chunk async for chunk in await runs.reconnect(route, body, "", 40)]
 
     assert writes == [b"".join(b"id: %d\n%s" % (n, frame) for n, frame in enumerate(frames, 1) if n > 40)]
+
+
+def test_a_reconnect_further_back_than_the_log_keeps_is_told_so() -> None:
+    """A finished run keeps its last ``AGUI_REPLAY_MAX_EVENTS`` events (a block more at most): a
+    reconnect from within them gets the rest as it went, one from further back RUN_ERROR
+    ``REPLAY_INCOMPLETE``, never a stream with a hole in it."""
+    keep = 40
+    with live_server(Settings(agui_script_delay_ms=0, agui_replay_max_events=keep)) as url:
+        route, body = ROUTES[0], run_input("Say this back: " + "the quick brown fox jumps over the lazy dog " * 60)
+        whole = post_run(url, route, body)
+        assert whole.terminal["type"] == "RUN_FINISHED" and len(whole.events) > 2 * keep + 32, len(whole.events)
+        within = len(whole.events) - keep
+        assert reconnect(url, route, body, within).events == whole.events[within:]
+        early = reconnect(url, route, body, 1)
+        assert [e["type"] for e in early.events] == ["RUN_ERROR"], early.raw[:300]
+        assert early.terminal["code"] == "REPLAY_INCOMPLETE" and b"id:" not in early.raw
