@@ -75,7 +75,8 @@ class _Log:
     def read(self, after: int, count: int) -> list[tuple[int, bytes]]:
         start = bisect.bisect_right(self.numbers, after)
         entries = []
-        frames, block = self.tail, -1
+        frames: bytes | bytearray = b""
+        block = -1  # the block ``frames`` holds, uncompressed (len(blocks): the tail)
         for index in range(start, min(start + count, len(self.numbers))):
             if index // BLOCK != block:
                 block = index // BLOCK
