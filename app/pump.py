@@ -13,12 +13,16 @@ Why a task of its own:
   context they attached in.
 * **Backpressure.** The pump runs at most :data:`AHEAD` events ahead of a slow client, then waits.
 * **Turns.** A pump whose bridge never waits on I/O (an unpaced model) runs up to :data:`AHEAD`
-  events per step of the loop: cheap, but with hundreds of runs in flight one pass of the loop
-  takes long, and a request that has just arrived waits through several passes before its first
-  event leaves. So while any run is starting (:func:`run_starting`, until its first event is on
-  its way to the client), every pump gives the loop back after each event; newcomers start about
-  as soon as on a bridge that yields at every event, and runs in flight go back to full steps once
-  nobody is waiting to start.
+  events per step of the loop, and what it takes reaches its client two passes of the loop later
+  (the run's producer logs it in one, its reader sends it in the next). With hundreds of runs in
+  flight, full steps for every pump would make one pass take most of a second: a request that has
+  just arrived would wait through several before its first event left, and the clients would get
+  nothing until the server had produced nearly everything, the server's work and then theirs
+  instead of both at once. So while any run is starting (:func:`run_starting`, until its first
+  event is on its way to the client), every pump gives the loop back after each event; and the
+  pumps together take at most :data:`PASS_EVENTS` events per pass (:class:`_Passes`): one that
+  finds the pass spent waits its turn for a later one, in order, and frames keep flowing while the
+  runs are produced, in chunks as large as before.
 * **Cancellation.** A client that goes away cancels the consumer; the pump task is cancelled once
   and left to unwind in its own task, shielded from the server's cancel scope (which would
   otherwise re-cancel every await of the bridge's teardown), so the bridge's cleanup runs to the
@@ -51,6 +55,9 @@ logger = logging.getLogger("agui.pump")
 
 AHEAD = 64
 """How many events the run may get ahead of a slow client before it waits."""
+PASS_EVENTS = 256
+"""How many events the pumps of the process take in one pass of the event loop, together: a few
+milliseconds of work, then the frames they made go out."""
 SHUTDOWN_MESSAGE = "The server is shutting down; this run did not finish in time. Send it again."
 
 SERVER_SHUTDOWN = "SERVER_SHUTDOWN"
@@ -192,6 +199,7 @@ class Pump:
                 self._append(event)
                 if self._closed:
                     return
+                _passes.spend(self._loop)
                 if len(self._ready) >= AHEAD:
                     self._room = self._loop.create_future()
                     try:
@@ -201,7 +209,12 @@ class Pump:
                 elif first or _starting:
                     # Let the client see this run start, or another run start, before going on.
                     await asyncio.sleep(0)
-                first = False
+                    first = False
+                else:
+                    continue  # the same step goes on
+                turn = _passes.turn(self._loop)  # a new step: in a pass with room for it
+                if turn is not None:
+                    await turn
         except Exception:  # noqa: BLE001 - the stages end every run with a terminal event; this is a bug
             logger.exception("the run's stream raised past its error boundary")
         finally:
@@ -231,6 +244,49 @@ class Pump:
             _resolve(self._wakeup)
         else:
             self._loop.call_soon_threadsafe(lambda: _resolve(self._wakeup))
+
+
+class _Passes:
+    """What the pumps take in one pass of the event loop, together: :data:`PASS_EVENTS` events; a
+    pump starting a step once the pass is spent waits for its turn in a later pass, in order (the
+    module docstring says why)."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._spent = 0  # events taken in this pass
+        self._turns: deque[asyncio.Future[None]] = deque()  # pumps waiting for a pass, in order
+        self._next: asyncio.Handle | None = None  # the start of the next pass, once anything was spent
+
+    def spend(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Count one event taken in this pass."""
+        if loop is not self._loop:  # the app is served on a new loop (tests): what the old one had is gone
+            self._loop, self._spent, self._turns, self._next = loop, 0, deque(), None
+        if self._next is None:
+            self._next = loop.call_soon(self._pass)
+        self._spent += 1
+
+    def turn(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None] | None:
+        """None while this pass has room for more events, else the turn to wait for."""
+        if self._spent < PASS_EVENTS or loop is not self._loop:
+            return None
+        turn = loop.create_future()
+        self._turns.append(turn)
+        return turn
+
+    def _pass(self) -> None:
+        """A new pass: the first pumps waiting get their turn (as many as its events, at full steps, fill)."""
+        self._spent, self._next = 0, None
+        given = 0
+        while self._turns and given < PASS_EVENTS // AHEAD:
+            turn = self._turns.popleft()
+            if not turn.done():  # else its pump was cancelled while it waited
+                turn.set_result(None)
+                given += 1
+        if self._turns and self._loop is not None:
+            self._next = self._loop.call_soon(self._pass)
+
+
+_passes = _Passes()
 
 
 def _resolve(waiter: asyncio.Future[None] | None) -> None:

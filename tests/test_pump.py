@@ -1,7 +1,8 @@
 """The pump's turns (``app.pump``): how many events a run may produce per pass of the event loop.
 
 A source that never waits on I/O (the unpaced offline model) is what makes this matter: the pump
-then runs up to ``AHEAD`` events in one step, unless some run is starting, when it takes one.
+then runs up to ``AHEAD`` events in one step, unless some run is starting, when it takes one; and
+all the pumps together take about ``PASS_EVENTS`` per pass, each in its turn.
 Counted in loop passes, not in time, so the assertions hold however busy the machine is.
 """
 
@@ -9,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import itertools
 from collections.abc import AsyncIterator
 
 from ag_ui.core import BaseEvent, TextMessageContentEvent
 
-from app.pump import AHEAD, Pump, run_starting
+from app.pump import AHEAD, PASS_EVENTS, Pump, run_starting
 
 PASSES = 4
 
@@ -61,3 +63,25 @@ async def test_a_start_nobody_holds_any_more_stops_counting() -> None:
     run_starting()  # a response that never began: its token is dropped, never marked done
     gc.collect()
     assert await produced_after_first_event(PASSES) == AHEAD
+
+
+async def test_many_runs_in_flight_share_each_pass_and_all_get_their_turns() -> None:
+    """With every pump taking a full step each pass, 16 runs would take 16 x AHEAD events in the
+    pass after their first events, and their clients would get nothing before all of it was made."""
+    sources = [Source() for _ in range(4 * PASS_EVENTS // AHEAD)]
+    drained = [Pump().drain(source.events()) for source in sources]
+    try:
+        for events in drained:
+            await anext(events)  # each run has started; nobody takes more, so each stops AHEAD on
+        produced = [sum(source.produced for source in sources)]
+        for _ in range(2 * len(sources)):
+            await asyncio.sleep(0)
+            produced.append(sum(source.produced for source in sources))
+        passes = [after - before for before, after in itertools.pairwise(produced)]
+        # A pass is the callbacks between two of this task's turns: the tail of one loop iteration
+        # and the head of the next, so up to two passes' worth, never all of it.
+        assert max(passes) <= 2 * PASS_EVENTS, passes
+        assert all(source.produced == 1 + AHEAD for source in sources), [s.produced for s in sources]
+    finally:
+        for events in drained:
+            await events.aclose()
