@@ -120,6 +120,7 @@ class Pump:
         self._room: asyncio.Future[None] | None = None  # the source's, for the client to catch up
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
+        self._passes = _Passes.of(self._loop)
         self._closed = False  # a terminal event is in ``_ready``: nothing else may follow it
         self._running = False
 
@@ -199,7 +200,7 @@ class Pump:
                 self._append(event)
                 if self._closed:
                     return
-                _passes.spend(self._loop)
+                self._passes.spend(self._loop)
                 if len(self._ready) >= AHEAD:
                     self._room = self._loop.create_future()
                     try:
@@ -212,7 +213,7 @@ class Pump:
                     first = False
                 else:
                     continue  # the same step goes on
-                turn = _passes.turn(self._loop)  # a new step: in a pass with room for it
+                turn = self._passes.turn(self._loop)  # a new step: in a pass with room for it
                 if turn is not None:
                     await turn
         except Exception:  # noqa: BLE001 - the stages end every run with a terminal event; this is a bug
@@ -247,46 +248,54 @@ class Pump:
 
 
 class _Passes:
-    """What the pumps take in one pass of the event loop, together: :data:`PASS_EVENTS` events; a
-    pump starting a step once the pass is spent waits for its turn in a later pass, in order (the
-    module docstring says why)."""
+    """What the pumps of one event loop take in one pass of it, together: :data:`PASS_EVENTS`
+    events; a pump starting a step once the pass is spent waits for its turn in a later pass, in
+    order (the module docstring says why)."""
 
     def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._spent = 0  # events taken in this pass
         self._turns: deque[asyncio.Future[None]] = deque()  # pumps waiting for a pass, in order
-        self._next: asyncio.Handle | None = None  # the start of the next pass, once anything was spent
+        self._pending = False  # the next pass is scheduled (once anything was spent in this one)
+
+    @staticmethod
+    def of(loop: asyncio.AbstractEventLoop) -> _Passes:
+        """The passes of ``loop``."""
+        passes = _passes.get(loop)
+        if passes is None:
+            passes = _passes[loop] = _Passes()
+        return passes
 
     def spend(self, loop: asyncio.AbstractEventLoop) -> None:
         """Count one event taken in this pass."""
-        if loop is not self._loop:  # the app is served on a new loop (tests): what the old one had is gone
-            self._loop, self._spent, self._turns, self._next = loop, 0, deque(), None
-        if self._next is None:
-            self._next = loop.call_soon(self._pass)
+        if not self._pending:
+            self._pending = True
+            loop.call_soon(self._pass, loop)
         self._spent += 1
 
     def turn(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None] | None:
         """None while this pass has room for more events, else the turn to wait for."""
-        if self._spent < PASS_EVENTS or loop is not self._loop:
+        if self._spent < PASS_EVENTS:
             return None
         turn = loop.create_future()
         self._turns.append(turn)
         return turn
 
-    def _pass(self) -> None:
+    def _pass(self, loop: asyncio.AbstractEventLoop) -> None:
         """A new pass: the first pumps waiting get their turn (as many as its events, at full steps, fill)."""
-        self._spent, self._next = 0, None
+        self._spent, self._pending = 0, False
         given = 0
         while self._turns and given < PASS_EVENTS // AHEAD:
             turn = self._turns.popleft()
             if not turn.done():  # else its pump was cancelled while it waited
                 turn.set_result(None)
                 given += 1
-        if self._turns and self._loop is not None:
-            self._next = self._loop.call_soon(self._pass)
+        if self._turns:
+            self._pending = True
+            loop.call_soon(self._pass, loop)
 
 
-_passes = _Passes()
+_passes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Passes] = weakref.WeakKeyDictionary()
+"""Each event loop's passes (a server has one loop; tests serve the app on loops of their own)."""
 
 
 def _resolve(waiter: asyncio.Future[None] | None) -> None:
