@@ -16,10 +16,22 @@ LOOPBACK = "127.0.0.1"
 
 
 def free_port() -> int:
-    """A TCP port nothing listens on right now (the OS picks it)."""
+    """A TCP port nothing listens on right now (the OS picks it), for a server in another process.
+    Until that server binds it, another socket may take it (an outgoing connection's local port
+    comes from the same range); a server in this process binds :func:`loopback_socket` instead."""
     with socket.socket() as sock:
         sock.bind((LOOPBACK, 0))
         return sock.getsockname()[1]
+
+
+def loopback_socket() -> socket.socket:
+    """A TCP socket bound to a free loopback port, for a server in this process to listen on
+    (``uvicorn.Server.run(sockets=[...])``): the port is held from now on, so nothing can take it
+    before the server listens. Its port is ``loopback_socket().getsockname()[1]``."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((LOOPBACK, 0))
+    return sock
 
 
 def wait_until_ok(

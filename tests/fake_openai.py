@@ -40,7 +40,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from app.config import Settings
-from deploy.loopback import LOOPBACK, free_port
+from deploy.loopback import LOOPBACK, loopback_socket
 from runtimes.script_endpoint import error_body, frames_for, is_specialist, read_request, sse
 
 API_KEY = "test-key"
@@ -93,19 +93,20 @@ async def completions(request: Request) -> Response:
 def fake_openai_server() -> Iterator[str]:
     """Serve the endpoint on a free loopback port; yields its base URL (``.../v1``)."""
     app = Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host=LOOPBACK, port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
+    sock = loopback_socket()
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
         while not server.started:  # until it listens (no /ok here to poll)
             if not thread.is_alive():
                 raise RuntimeError("the fake model endpoint did not start")
             threading.Event().wait(0.01)
-        yield f"http://{LOOPBACK}:{port}/v1"
+        yield f"http://{LOOPBACK}:{sock.getsockname()[1]}/v1"
     finally:
         server.should_exit = True
         thread.join(timeout=5)
+        sock.close()
 
 
 def real_model_settings(endpoint: str, model: str = "scripted", **overrides: object) -> Settings:

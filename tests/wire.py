@@ -28,7 +28,7 @@ from app.config import Settings
 from app.factory import create_app
 from app.pipeline import RoutePipeline
 from app.registry import RUNTIMES
-from deploy.loopback import LOOPBACK, free_port, wait_until_ok
+from deploy.loopback import LOOPBACK, free_port, loopback_socket, wait_until_ok
 from verifier import parse_sse, scenarios
 from verifier.client import interrupts, run_input
 
@@ -96,11 +96,11 @@ def serve(settings: Settings | None = None) -> Iterator[Server]:
     settings = settings or Settings(agui_script_delay_ms=2)
     app = create_app(settings)
     probe = _LoopProbe(app)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(probe, host=LOOPBACK, port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
+    sock = loopback_socket()
+    server = uvicorn.Server(uvicorn.Config(probe, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    base = f"http://{LOOPBACK}:{port}"
+    base = f"http://{LOOPBACK}:{sock.getsockname()[1]}"
     try:
         # 120 s: the lifespan waits for a sidecar to listen (38-40 s to /ok at load 13 on two cores)
         wait_until_ok(base, timeout_s=120, alive=thread.is_alive)
@@ -108,6 +108,7 @@ def serve(settings: Settings | None = None) -> Iterator[Server]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+        sock.close()
 
 
 @contextmanager
