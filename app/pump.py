@@ -170,8 +170,11 @@ class Pump:
                 else:
                     self._wakeup = self._loop.create_future()
                     try:
-                        async with asyncio.timeout_at(self._deadline):  # None: no deadline (yet)
-                            await self._wakeup
+                        if self._deadline is None:  # the common wait, once per event: no timer for it
+                            await self._wakeup  # (end_by wakes it, and the next wait has the deadline)
+                        else:
+                            async with asyncio.timeout_at(self._deadline):
+                                await self._wakeup
                     except TimeoutError:
                         pass
                     finally:

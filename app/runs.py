@@ -203,6 +203,7 @@ class RunRegistry:
                 if frames:
                     if starting is not None:
                         starting.done()
+                        starting = None
                     yield b"".join(frames)
                 if ended:
                     return

@@ -148,18 +148,21 @@ class MemoryStore:
         if not isinstance(log, _Log) or log.last() <= after:
             # A future per wait, not an asyncio.Event per log: every open stream's reader is waiting
             # here most of the time, and an Event holds a deque (~0.6 KiB) for as long as it lives.
-            waiter = asyncio.get_running_loop().create_future()
+            # Its time limit is a timer that ends the wait like an append would: a reader waits here
+            # once per event it follows, and asyncio.timeout costs twice the wait itself (wait_for
+            # makes a task per wait on 3.11).
+            loop = asyncio.get_running_loop()
+            waiter = loop.create_future()
             waiters = self._waiting.setdefault(key, [])
             waiters.append(waiter)
+            timer = loop.call_later(wait_s, _end_wait, waiter)
             try:
-                async with asyncio.timeout(wait_s):  # not wait_for: on 3.11 it makes a task per wait
-                    await waiter
-            except TimeoutError:
-                return []
+                await waiter
             finally:
-                if waiter.cancelled():  # timed out or cancelled: no append took it, it is still listed
+                timer.cancel()
+                if self._waiting.get(key) is waiters:  # no append took the list: the wait is still in it
                     waiters.remove(waiter)
-                    if not waiters and self._waiting.get(key) is waiters:
+                    if not waiters:
                         del self._waiting[key]
             log = self._live(key)
             if not isinstance(log, _Log):
@@ -253,3 +256,9 @@ class MemoryStore:
         self._values.pop(key, None)
         self._deadlines.pop(key, None)
         self._scheduled.pop(key, None)
+
+
+def _end_wait(waiter: asyncio.Future[None]) -> None:
+    """A reader's time limit: end its wait unless an append already has."""
+    if not waiter.done():
+        waiter.set_result(None)

@@ -240,6 +240,26 @@ async def test_memory_keeps_one_expiry_per_live_key_however_often_it_is_written(
     assert len(store._expiring) <= 64
 
 
+async def test_memory_reads_leave_no_wait_behind_however_they_end(ns: str) -> None:
+    """Every open stream's reader waits on its log once per event: a wait that timed out, one that
+    was cancelled and one an append answered must each leave nothing listed."""
+    store, log = MemoryStore(), ns + "log"
+    assert await store.read(log, 0, count=10, wait_s=0.01) == []
+    assert store._waiting == {}
+    cancelled = asyncio.create_task(store.read(log, 0, count=10, wait_s=60))
+    await asyncio.sleep(0)  # the read is waiting (one turn: no I/O)
+    assert len(store._waiting[log]) == 1
+    cancelled.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await cancelled
+    assert store._waiting == {}
+    answered = [asyncio.create_task(store.read(log, 0, count=10, wait_s=60)) for _ in range(2)]
+    await asyncio.sleep(0)
+    await store.append(log, [(1, b"a")], max_len=10, ttl_s=60)
+    assert await asyncio.gather(*answered) == [[(1, b"a")], [(1, b"a")]]
+    assert store._waiting == {}
+
+
 async def test_a_read_waits_for_a_log_that_does_not_exist_yet(subject: Subject, ns: str) -> None:
     store, log = subject.store, ns + "log"
     assert await store.first(log) is None
