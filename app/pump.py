@@ -256,6 +256,7 @@ class _Passes:
     order (the module docstring says why)."""
 
     def __init__(self) -> None:
+        # The loop is passed to each call, not kept: a value of the weak map must not hold its key.
         self._spent = 0  # events taken in this pass
         self._turns: deque[asyncio.Future[None]] = deque()  # pumps waiting for a pass, in order
         self._pending = False  # the next pass is scheduled (once anything was spent in this one)
