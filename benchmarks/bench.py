@@ -34,7 +34,7 @@ from typing import TypeVar
 import httpx
 
 from benchmarks.client import HEADERS, RunTiming, ms, spread, timed_run
-from benchmarks.fair import concurrency_ratios, measure_concurrency, measure_memory
+from benchmarks.fair import concurrency_ratios, measure_concurrency, measure_memory, memory_ratios
 from benchmarks.machine import load_average, machine_info
 from benchmarks.process import ROOT, ServerProcess, server_spec, target_url
 from benchmarks.report import render, update_docs
@@ -76,6 +76,11 @@ class BenchConfig:
     memory_pacing_ms: int = 100
     """Memory phase: streams held open by this pacing (a plain run then takes ~10 s), so all N are
     open at the same moment."""
+    memory_rounds: int = 3
+    """Memory phase: rounds per route, each on a fresh pair of servers. One burst's RSS growth is
+    one draw of what the process's allocator (Node's collector, for a sidecar) held before it: the
+    same code has measured 79 and 196 KiB per stream in two tables, so the verdict takes the
+    median of the per-round ratios."""
     workers_level: int = 200
     workers_rounds: int = 3
     store_level: int = 50
@@ -113,6 +118,7 @@ QUICK = BenchConfig(
     concurrency_min_runs=0,
     memory_levels=(10,),
     memory_pacing_ms=50,
+    memory_rounds=1,
     workers_level=10,
     workers_rounds=1,
     store_level=5,
@@ -382,6 +388,7 @@ async def run_bench(config: BenchConfig, command: str) -> dict:
         "concurrency": concurrency,
         "concurrency_ratios": concurrency_ratios(concurrency),
         "memory": memory,
+        "memory_ratios": memory_ratios(memory),
         **shared,
         "capacity": capacity,
     }

@@ -5,8 +5,10 @@ Why: memory per stream taken as (peak − before) / N flatters a server that fin
 before the next gets the CPU (fewer are open at once, yet it is divided by N all the same), and
 bursts measured one target after the other on a shared machine compare two different moments.
 Here runs are held open by the offline model's pacing and memory is read while the client sees the
-most streams open together (divided by that count); and every round of a concurrency level runs one
-burst per target, in a rotating order, so the ratios are taken between neighbours in time.
+most streams open together (divided by that count), in rounds on fresh servers, since what one
+process grows by over one burst depends on what its allocator kept from before; and every round
+of a concurrency level runs one burst per target, in a rotating order, so the ratios are taken
+between neighbours in time.
 """
 
 from __future__ import annotations
@@ -32,29 +34,38 @@ PAIR = ("bare", "ours")
 
 
 async def measure_memory(config: BenchConfig, logs: Path, deadline: Deadline) -> list[dict]:
-    """Per route: a bare and an ours server started together and warmed; per N, one burst of N
-    plain runs on each at the same moment (same machine noise), held open by pacing; each server's
-    RSS read every 50 ms beside the count of its open streams."""
-    rows = []
+    """Per route, ``config.memory_rounds`` rounds, each on a fresh bare and ours server started
+    together and warmed; per N, one burst of N plain runs on each at the same moment (same machine
+    noise), held open by pacing; each server's RSS read every 50 ms beside the count of its open
+    streams. Fresh servers each round: what a process grows by over a burst depends on what its
+    allocator (or Node's collector) kept from before, so one round is one draw of that, and a row
+    gives the median of the rounds and each round's figure (:func:`memory_ratios` pairs them)."""
+    rounds: dict[tuple[str, int, str], list[dict]] = {}
     pacing = {"AGUI_SCRIPT_DELAY_MS": str(config.memory_pacing_ms)}
     for runtime in config.runtimes:
-        if deadline.expired():
-            return rows
-        with contextlib.ExitStack() as stack:
-            servers = {
-                kind: stack.enter_context(ServerProcess(server_spec(kind, runtime, env=pacing), logs)) for kind in PAIR
-            }
-            for kind, server in servers.items():
-                server.wait_ready()
-                await sequential(target_url(server.base, kind, runtime, "plain"), lambda: run_body(WARMUP_PROMPT), 3)
-            for level in config.memory_levels:
-                if deadline.expired():
-                    return rows
-                await asyncio.sleep(0.2)
-                rows += await asyncio.gather(
-                    *(_memory_burst(server, kind, runtime, level, config, deadline) for kind, server in servers.items())
-                )
-    return rows
+        for _ in range(config.memory_rounds):
+            if deadline.expired():
+                break
+            with contextlib.ExitStack() as stack:
+                servers = {
+                    kind: stack.enter_context(ServerProcess(server_spec(kind, runtime, env=pacing), logs))
+                    for kind in PAIR
+                }
+                for kind, server in servers.items():
+                    server.wait_ready()
+                    await sequential(
+                        target_url(server.base, kind, runtime, "plain"), lambda: run_body(WARMUP_PROMPT), 3
+                    )
+                for level in config.memory_levels:
+                    if deadline.expired():
+                        break
+                    await asyncio.sleep(0.2)
+                    measured = await asyncio.gather(
+                        *(_memory_burst(servers[kind], kind, runtime, level, config, deadline) for kind in PAIR)
+                    )
+                    for kind, one_round in zip(PAIR, measured, strict=True):
+                        rounds.setdefault((runtime, level, kind), []).append(one_round)
+    return [memory_row(runtime, kind, level, results) for (runtime, level, kind), results in rounds.items()]
 
 
 async def _memory_burst(
@@ -76,17 +87,54 @@ async def _memory_burst(
     most_open = max((count for count, _ in streams.samples), default=0)
     grown = max((kib for count, kib in streams.samples if count == most_open), default=0)
     return {
-        "runtime": runtime,
-        "target": kind,
-        "concurrency": level,
-        "errors": len(result.errors),
-        "error_samples": sorted(set(result.errors))[:3],
+        "errors": result.errors,
         "open_at_sample": most_open,
-        "rss_before_mib": round(sum(before.values()) / 1024, 1),
-        "rss_all_open_mib": round((sum(before.values()) + grown) / 1024, 1),
+        "rss_before_kib": sum(before.values()),
+        "grown_kib": grown,
         "kib_per_open_stream": round(grown / most_open, 1) if most_open else None,
         "load_1m": load_average()[0],
     }
+
+
+def memory_row(runtime: str, kind: str, level: int, rounds: list[dict]) -> dict:
+    """One target at one N over its rounds: medians, the fewest streams open at a sample, and each
+    round's KiB per open stream (None where no stream opened)."""
+    per_stream = [r["kib_per_open_stream"] for r in rounds if r["kib_per_open_stream"] is not None]
+    errors = [error for r in rounds for error in r["errors"]]
+    return {
+        "runtime": runtime,
+        "target": kind,
+        "concurrency": level,
+        "rounds": len(rounds),
+        "errors": len(errors),
+        "error_samples": sorted(set(errors))[:3],
+        "open_at_sample": min(r["open_at_sample"] for r in rounds),
+        "rss_before_mib": round(statistics.median(r["rss_before_kib"] for r in rounds) / 1024, 1),
+        "rss_all_open_mib": round(statistics.median(r["rss_before_kib"] + r["grown_kib"] for r in rounds) / 1024, 1),
+        "kib_per_open_stream": round(statistics.median(per_stream), 1) if per_stream else None,
+        "round_kib_per_open_stream": [r["kib_per_open_stream"] for r in rounds],
+        "load_1m": round(statistics.median(r["load_1m"] for r in rounds), 2),
+    }
+
+
+def memory_ratios(rows: list[dict]) -> list[dict]:
+    """ours/bare KiB per open stream per round (two servers started together, bursts at the same
+    moment), as median [min, max]."""
+    by_key = {(row["runtime"], row["concurrency"], row["target"]): row for row in rows}
+    out = []
+    for (runtime, level, kind), ours in by_key.items():
+        bare = by_key.get((runtime, level, "bare"))
+        if kind != "ours" or bare is None:
+            continue
+        pairs = zip(ours["round_kib_per_open_stream"], bare["round_kib_per_open_stream"], strict=False)
+        out.append(
+            {
+                "runtime": runtime,
+                "concurrency": level,
+                "kib_vs_bare": spread([a / b for a, b in pairs if a is not None and b]),
+            }
+        )
+    return out
 
 
 def _grown(before: dict[int, int], now: dict[int, int]) -> int:

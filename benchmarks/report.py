@@ -94,27 +94,29 @@ def concurrency_table(results: dict) -> list[str]:
 
 def memory_table(results: dict) -> list[str]:
     rows = {(r["runtime"], r["concurrency"], r["target"]): r for r in results.get("memory", [])}
+    ratios = {(r["runtime"], r["concurrency"]): r for r in results.get("memory_ratios", [])}
     out = []
     for runtime, level in dict.fromkeys((runtime, level) for runtime, level, _ in rows):
         bare, ours = rows.get((runtime, level, "bare"), {}), rows.get((runtime, level, "ours"), {})
-        b, o = bare.get("kib_per_open_stream"), ours.get("kib_per_open_stream")
         out.append(
             [
                 runtime,
                 str(level),
+                _num(ours.get("rounds")),
                 f"{_num(bare.get('open_at_sample'))} / {_num(ours.get('open_at_sample'))}",
                 f"{_num(bare.get('rss_before_mib'))} / {_num(ours.get('rss_before_mib'))}",
                 f"{_num(bare.get('rss_all_open_mib'))} / {_num(ours.get('rss_all_open_mib'))}",
-                _num(b),
-                _num(o),
-                f"**{o / b:.2f}**" if o is not None and b else "–",
+                _num(bare.get("kib_per_open_stream")),
+                _num(ours.get("kib_per_open_stream")),
+                _ratio(ratios.get((runtime, level), {}).get("kib_vs_bare")),
                 str(bare.get("errors", 0) + ours.get("errors", 0)),
                 f"{_num(bare.get('load_1m'), 2)} / {_num(ours.get('load_1m'), 2)}",
             ]
         )
     header = [
-        "runtime", "N", "open at sample bare / ours", "RSS before MiB bare / ours",
-        "RSS before + growth MiB bare / ours", "bare KiB/open stream", "ours KiB/open stream", "ours/bare",
+        "runtime", "N", "rounds", "open at sample bare / ours (fewest)", "RSS before MiB bare / ours",
+        "RSS before + growth MiB bare / ours", "bare KiB/open stream", "ours KiB/open stream",
+        "ours/bare (per round)",
         "errors", "load 1m bare / ours",
     ]  # fmt: skip
     return _table(header, out)
@@ -231,7 +233,8 @@ def render(results: dict) -> str:
         *concurrency_table(results),
         "",
         "### Memory per open stream (all N plain runs held open at once by pacing; what the server's processes "
-        "grew by (RSS, a sidecar's included) / streams open)",
+        "grew by (RSS, a sidecar's included) / streams open; rounds on fresh servers, medians; ratios per round, "
+        "median [min–max])",
         "",
         *memory_table(results),
         "",

@@ -29,6 +29,7 @@ TINY = replace(
     levels=(2,),
     memory_levels=(3,),
     memory_pacing_ms=20,
+    memory_rounds=2,
     workers_level=2,
     store_level=2,
     capacity_start=2,
@@ -58,6 +59,9 @@ def test_bench_reports_every_section(tmp_path: Path) -> None:
     assert fair["total_vs_bare"]["median"] > 0 and fair["ttfe_p99_vs_bare"]["median"] > 0
     assert {(row["target"], row["errors"]) for row in results["memory"]} == {("bare", 0), ("ours", 0)}
     assert all(row["open_at_sample"] >= 1 and row["kib_per_open_stream"] is not None for row in results["memory"])
+    assert all(len(row["round_kib_per_open_stream"]) == row["rounds"] == 2 for row in results["memory"])
+    [memory] = results["memory_ratios"]
+    assert memory["kib_vs_bare"]["median"] > 0
     assert len(results["targets"]) == 4
     assert {row["runtime"] for row in results["issue_targets"]} == set(TINY.runtimes)
     assert {row["setup"] for row in results["workers"]} == {"redis x1", "redis x2"}
