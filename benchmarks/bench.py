@@ -77,10 +77,9 @@ class BenchConfig:
     """Memory phase: streams held open by this pacing (a plain run then takes ~10 s), so all N are
     open at the same moment."""
     memory_rounds: int = 3
-    """Memory phase: rounds per route, each on a fresh pair of servers. One burst's RSS growth is
-    one draw of what the process's allocator (Node's collector, for a sidecar) held before it: the
-    same code has measured 79 and 196 KiB per stream in two tables, so the verdict takes the
-    median of the per-round ratios."""
+    """Memory phase: rounds per route, each on a fresh pair of servers; the verdict takes the
+    median of the per-round ratios. A Python bridge's rounds agree to a few percent, a Node
+    sidecar's do not (its collector: Mastra at 500 gave 1.27, 1.63 and 3.08 in one run)."""
     workers_level: int = 200
     workers_rounds: int = 3
     store_level: int = 50
