@@ -116,8 +116,7 @@ def memory_table(results: dict) -> list[str]:
     header = [
         "runtime", "N", "rounds", "open at sample bare / ours (fewest)", "RSS before MiB bare / ours",
         "RSS before + growth MiB bare / ours", "bare KiB/open stream", "ours KiB/open stream",
-        "ours/bare (per round)",
-        "errors", "load 1m bare / ours",
+        "ours/bare (per round)", "errors", "load 1m bare / ours",
     ]  # fmt: skip
     return _table(header, out)
 
