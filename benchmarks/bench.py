@@ -93,7 +93,7 @@ class BenchConfig:
     cold_repeats: int = 1
     burst_timeout_s: float = 180.0
     max_seconds: float = 3600.0
-    """Every phase fits with room: about 2,320 s at the phase times of docs/performance.md's table."""
+    """Every phase fits with room: the whole run took 2,839 s for docs/performance.md's table (2 cores)."""
     phases: tuple[str, ...] = PHASES
     """Which phases run (``--phases``); the cold start needs the streaming phase's captured frames."""
 
