@@ -79,7 +79,7 @@ class BenchConfig:
     memory_rounds: int = 3
     """Memory phase: rounds per route, each on a fresh pair of servers; the verdict takes the
     median of the per-round ratios. A Python bridge's rounds agree to a few percent, a Node
-    sidecar's do not (its collector: Mastra at 500 gave 1.27, 1.63 and 3.08 in one run)."""
+    sidecar's do not (its collector: one route's three rounds at 500 gave 1.27, 1.63 and 3.08)."""
     workers_level: int = 200
     workers_rounds: int = 3
     store_level: int = 50
