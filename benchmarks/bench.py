@@ -65,9 +65,12 @@ class BenchConfig:
     other_levels: tuple[int, ...] = (50, 200)
     """Which of ``levels`` every scenario but ``plain`` is measured at (the time budget: a
     delegation burst costs several plain ones)."""
-    concurrency_rounds: int = 2
+    concurrency_rounds: int = 3
     """Concurrency phase: rounds per level at least, each one burst per target, which goes first
-    alternating."""
+    alternating. Three, so a cell's ratio is the median of three, not the mean of two: on a shared
+    machine the CPU's own speed moves by a third from one second to the next (a fixed loop of pure
+    Python took 578-768 ms in thirty tries on an idle 2-core machine), and a 200-run burst pair
+    caught in two such moments gave 1.17 and 1.49 for a cell whose ten-round median was 1.10."""
     concurrency_min_runs: int = 400
     """Concurrency phase: and rounds enough that each target serves this many runs at a level (8
     rounds at N = 50): the p99 of one 50-run burst is about its slowest run, and its total time

@@ -88,7 +88,7 @@ def test_bench_reports_every_section(tmp_path: Path) -> None:
 
 def test_small_concurrency_levels_get_rounds_enough_for_a_p99() -> None:
     full = BenchConfig()
-    assert [full.rounds_at(level) for level in full.levels] == [8, 2, 2]
+    assert [full.rounds_at(level) for level in full.levels] == [8, 3, 3]
     assert QUICK.rounds_at(10) == 1
 
 
