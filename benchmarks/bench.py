@@ -95,8 +95,11 @@ class BenchConfig:
     capacity_max: int = 800
     cold_repeats: int = 1
     burst_timeout_s: float = 180.0
-    max_seconds: float = 3600.0
-    """Every phase fits with room: the whole run took 2,839 s for docs/performance.md's table (2 cores)."""
+    max_seconds: float = 7200.0
+    """Every phase fits: the whole run took 2,839 s for docs/performance.md's table (2 cores), and
+    two runs later, with three rounds per concurrency level on a 2-core machine that ran the same
+    phases about 2.2 times slower, the streaming, cold start and concurrency phases alone took
+    3,503 s, and 4,500 s ran out in the memory phase."""
     phases: tuple[str, ...] = PHASES
     """Which phases run (``--phases``); the cold start needs the streaming phase's captured frames."""
 
