@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -29,24 +30,31 @@ def server_env(**extra: str) -> dict[str, str]:
 @contextmanager
 def served(**extra: str) -> Iterator[tuple[str, subprocess.Popen]]:
     """A server process with ``extra`` settings, once ``/ok`` answers: its base URL and process.
-    Killed (with everything it started) when the block ends, if it still runs."""
+    Killed (with everything it started) when the block ends, if it still runs. Its log goes to a
+    file nobody has to read (a pipe nobody reads stops the server once its 64 KiB are full), whose
+    end is shown if the server does not come up."""
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "deploy.serve"],
-        cwd=ROOT,
-        env=server_env(PORT=str(port), **extra),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    base = f"http://{LOOPBACK}:{port}"
-    try:
-        # 120 s: a server that starts a Node sidecar took 38-40 s to answer at load 13 on two cores
-        wait_until_ok(base, timeout_s=120, alive=lambda: process.poll() is None)
-        yield base, process
-    finally:
-        kill(process)
-        process.stderr.close()
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "deploy.serve"],
+            cwd=ROOT,
+            env=server_env(PORT=str(port), **extra),
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            start_new_session=True,
+        )
+        base = f"http://{LOOPBACK}:{port}"
+        try:
+            # 120 s: a server that starts a Node sidecar took 38-40 s to answer at load 13 on two cores
+            wait_until_ok(base, timeout_s=120, alive=lambda: process.poll() is None)
+        except (RuntimeError, TimeoutError) as exc:
+            kill(process)
+            log.seek(0)
+            raise RuntimeError(f"{exc}; the server's log ends: {log.read()[-2000:].decode(errors='replace')}") from exc
+        try:
+            yield base, process
+        finally:
+            kill(process)
 
 
 def replica(engine: str, **settings: str) -> AbstractContextManager[tuple[str, subprocess.Popen]]:
