@@ -132,7 +132,7 @@ class RunRegistry:
         try:
             claimed = await self.store.claim(keys.claim, self.process, ttl_s=RUNNING_LOG_TTL_S)
         except StoreUnavailable as exc:
-            raise _store_down() from exc
+            raise _store_down(run_input, exc) from exc
         if not claimed:
             raise BadRequest(
                 409,
@@ -145,7 +145,7 @@ class RunRegistry:
         except StoreUnavailable as exc:
             with contextlib.suppress(StoreUnavailable):
                 await self.store.delete(keys.claim)  # the run never started: its runId may be sent again
-            raise _store_down() from exc
+            raise _store_down(run_input, exc) from exc
         producer = _Producer(self, pipeline, run_input, principal, keys, leased)
         self._producers[keys.claim] = producer
         loop = asyncio.get_running_loop()
@@ -163,7 +163,7 @@ class RunRegistry:
         try:
             known = await self.store.get(keys.claim)
         except StoreUnavailable as exc:
-            raise _store_down() from exc
+            raise _store_down(run_input, exc) from exc
         if known is None:
             raise BadRequest(404, "unknown_run", "No run with this threadId and runId is known (or its log expired).")
         if _ended_at(known) is not None and last_event_id >= _ended_at(known):
@@ -421,8 +421,10 @@ def _ended_at(claim: bytes | None) -> int | None:
     return int(claim[len(ENDED) :]) if claim is not None and claim.startswith(ENDED) else None
 
 
-def _store_down() -> BadRequest:
-    """The answer to a request the store cannot serve right now (nothing of the run has started)."""
+def _store_down(run_input: RunAgentInput, cause: StoreUnavailable) -> BadRequest:
+    """The answer to a request the store cannot serve right now (nothing of the run has started),
+    logged with its cause: the client sees only the stable code."""
+    logger.warning("code=state_unavailable thread=%.64r | %s", run_input.thread_id, cause)
     return BadRequest(503, "state_unavailable", "The state store is unavailable; try again shortly.")
 
 
