@@ -178,7 +178,9 @@ def _run_started(run_input: RunAgentInput) -> RunStartedEvent:
 
 def _run_error(exc: Exception, bridge: Bridge, run_input: RunAgentInput) -> RunErrorEvent:
     if isinstance(exc, StoreUnavailable):
-        logger.warning("code=%s thread=%.64r | the state store failed mid-run", STATE_UNAVAILABLE, run_input.thread_id)
+        logger.warning(
+            "code=%s thread=%.64r | the state store failed mid-run: %s", STATE_UNAVAILABLE, run_input.thread_id, exc
+        )
         return RunErrorEvent(message="The state store became unavailable during the run.", code=STATE_UNAVAILABLE)
     named = bridge.describe_error(exc)
     code = named.code if named is not None else INTERNAL_ERROR

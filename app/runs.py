@@ -328,8 +328,8 @@ class _Producer:
                 entry = [(number, LAST + terminal)]
                 await store.append(keys.log, entry, max_len=self._limits.max_events, ttl_s=self._limits.replay_s)
                 ended = True
-        except StoreUnavailable:
-            logger.warning("run=%.64r | the state store failed mid-run; the run stops", self.run_id)
+        except StoreUnavailable as exc:
+            logger.warning("run=%.64r | the state store failed mid-run; the run stops: %s", self.run_id, exc)
             self.failed = True
         finally:
             self.done = True
