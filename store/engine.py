@@ -19,18 +19,19 @@ How each part maps:
 * the approval ledger: a sorted set scored by park time, decided by one script.
 
 Connections, sized on purpose: short commands share one bounded pool (``COMMAND_CONNECTIONS``; a
-burst of requests waits briefly for a connection instead of opening hundreds), while a blocked
-``XREAD`` holds a connection for as long as it waits, so blocked reads get a pool of their own and
-never take the connections the commands need: 200 waiting SSE streams cannot stall a ``GET``. At
-most ``max_readers`` reads block at once (one engine connection each); a read beyond that waits for
-a slot within its own ``wait_s`` and, when none frees in time, looks once more without blocking.
+burst of requests queues for a connection instead of opening hundreds), while a blocked ``XREAD``
+holds a connection for as long as it waits, so blocked reads get a pool of their own and never take
+the connections the commands need: 200 waiting SSE streams cannot stall a ``GET``. At most
+``max_readers`` reads block at once (one engine connection each); a read beyond that waits for a
+slot within its own ``wait_s`` and, when none frees in time, looks once more without blocking.
 
 Failures: no retries (a retried ``SET NX`` or ``XADD`` after a lost reply would misreport), so an
 unreachable engine (refused, reset: ``redis.exceptions.ConnectionError``) or a silent one (nothing
-within ``timeout_s``: ``TimeoutError``), and one that refuses writes for now (a replica after a
-failover, or full), raise :class:`store.base.StoreUnavailable` with the client's error as its
-cause, within ``timeout_s``. A connection broken by an engine restart is replaced when next taken
-from the pool, so the store works again by itself.
+within ``timeout_s`` of sending: ``TimeoutError``), and one that refuses writes for now (a replica
+after a failover, or full), raise :class:`store.base.StoreUnavailable` with the client's error as
+its cause. A connection broken by an engine restart is replaced when next taken from the pool, so
+the store works again by itself. Waiting for a pooled connection is this process's own queue, not
+the engine's silence, so it has no deadline of its own (:func:`engine_client`).
 Blocked reads wait in slices of ``READ_SLICE_S``, with a read timeout ``timeout_s`` longer, so a
 silent engine fails them too instead of leaving them hanging.
 """
@@ -52,8 +53,13 @@ from redis.backoff import NoBackoff
 
 from store.base import Parked, StoreUnavailable
 
-COMMAND_CONNECTIONS = 64
-"""Connections for everything but blocked reads, per store (per worker process)."""
+TIMEOUT_S = 5.0
+"""How long the engine may take to accept a connection or to answer a command, by default."""
+COMMAND_CONNECTIONS = 256
+"""Connections for everything but blocked reads, per store (per worker process). Sized for a loaded
+process, not a quick one: a connection is in use until the event loop has taken its answer, and with
+50 unpaced runs a process on two busy cores held up to 98 at once (its runs' heartbeats come
+together); at 64, commands queued behind up to 89 others and took up to 3.6 s."""
 READ_SLICE_S = 10.0
 """The longest single ``XREAD BLOCK``; a longer ``wait_s`` blocks again until it is spent."""
 FIELD = b"f"
@@ -122,19 +128,12 @@ class RedisStore:
 
     shared = True
 
-    def __init__(self, url: str, *, timeout_s: float = 5.0, max_readers: int = 512) -> None:
+    def __init__(self, url: str, *, timeout_s: float = TIMEOUT_S, max_readers: int = 512) -> None:
         self.url = url
-        options = {
-            "socket_connect_timeout": timeout_s,
-            "socket_timeout": timeout_s,
-            "retry": Retry(NoBackoff(), 0),
-            "protocol": 2,  # plain RESP2: no HELLO handshake, no RESP3-only client features
-            **parse_url(url),  # the URL's own options (host, port, db, password, ?socket_timeout=...) win
-        }
+        options = _options(url, timeout_s)
         read_timeout_s = float(options["socket_timeout"]) + READ_SLICE_S
-        commands = BlockingConnectionPool(max_connections=COMMAND_CONNECTIONS, timeout=timeout_s, **options)
         readers = ConnectionPool(max_connections=max_readers, **{**options, "socket_timeout": read_timeout_s})
-        self._commands = Redis.from_pool(commands)
+        self._commands = engine_client(url, connections=COMMAND_CONNECTIONS, timeout_s=timeout_s)
         self._readers = Redis.from_pool(readers)
         self._reader_slots = asyncio.Semaphore(max_readers)
         self._refresh = self._commands.register_script(_REFRESH)
@@ -225,6 +224,28 @@ class RedisStore:
     async def aclose(self) -> None:
         await self._readers.aclose()
         await self._commands.aclose()
+
+
+def engine_client(url: str, *, connections: int, timeout_s: float = TIMEOUT_S) -> Redis:
+    """A client of the engine at ``url`` for short commands, as every engine user here wants one:
+    plain RESP2, no retries, connect and answer timeouts of ``timeout_s``, at most ``connections``
+    connections. A command that finds them all in use queues for one with no deadline of its own:
+    each connection in use is free again within ``timeout_s`` (answered, refused or timed out), so
+    the queue always moves, and a loaded process (its event loop late to take an answer and hand
+    the connection on) is not an engine failure; its callers see the engine's own failures only."""
+    pool = BlockingConnectionPool(max_connections=connections, timeout=None, **_options(url, timeout_s))
+    return Redis.from_pool(pool)
+
+
+def _options(url: str, timeout_s: float) -> dict:
+    """The connection options of every pool here."""
+    return {
+        "socket_connect_timeout": timeout_s,
+        "socket_timeout": timeout_s,
+        "retry": Retry(NoBackoff(), 0),
+        "protocol": 2,  # plain RESP2: no HELLO handshake, no RESP3-only client features
+        **parse_url(url),  # the URL's own options (host, port, db, password, ?socket_timeout=...) win
+    }
 
 
 def _ms(seconds: float) -> int:

@@ -21,7 +21,7 @@ import redis.asyncio
 import redis.exceptions
 
 from store import MemoryStore, Parked, Store, StoreUnavailable
-from store.engine import RedisStore
+from store.engine import RedisStore, engine_client
 from tests.engine import RedisServer
 
 DEADLINE_S = 20.0
@@ -475,6 +475,20 @@ async def test_a_frozen_engine_times_out_then_serves_again(ns: str) -> None:
                 assert isinstance(failed.value.__cause__, redis.exceptions.TimeoutError)
                 assert 0.9 <= time.monotonic() - started < 1.0 + 4.0
             assert await store.get(ns + "record") == b"x"
+
+
+async def test_a_command_queued_for_a_connection_longer_than_the_timeout_still_runs(redis_url: str, ns: str) -> None:
+    """Waiting for a pooled connection is the process's own queue, not the engine's silence: each
+    command ahead is answered within the timeout, so the last one runs too, however long it queued."""
+    client = engine_client(redis_url, connections=1, timeout_s=2.0)
+    try:
+        started = time.monotonic()
+        # each BLPOP holds the one connection for 0.5 s; the sixth queues 2.5 s for it
+        answers = await asyncio.gather(*(client.blpop([ns + "empty"], timeout=0.5) for _ in range(6)))
+        assert answers == [None] * 6
+        assert time.monotonic() - started >= 3.0
+    finally:
+        await client.aclose()
 
 
 async def xrange_calls(url: str) -> int:

@@ -23,8 +23,9 @@ from ag_ui.core import BaseEvent, RunAgentInput, RunStartedEvent, TextMessageSta
 from strands.types.session import SessionMessage
 
 from runtimes.strands import runtime
-from runtimes.strands.sessions import IDLE_TTL_S, PAUSED_TTL_S, TIMEOUT_S, EngineSessions
+from runtimes.strands.sessions import IDLE_TTL_S, PAUSED_TTL_S, EngineSessions
 from store import StoreUnavailable
+from store.engine import TIMEOUT_S
 from tests.engine import RedisServer
 from tests.processes import replica
 from tests.wire import Run, post_run, run_input

@@ -70,13 +70,9 @@ from google.adk.sessions import BaseSessionService, Session
 from google.adk.sessions import _session_util as session_util
 from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
 from google.adk.sessions.state import State
-from redis.asyncio import BlockingConnectionPool, Redis
-from redis.asyncio.connection import parse_url
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 
 from store import StoreUnavailable
-from store.engine import UNAVAILABLE
+from store.engine import TIMEOUT_S, UNAVAILABLE, engine_client
 
 T = TypeVar("T")
 
@@ -163,15 +159,8 @@ def failure() -> StoreUnavailable | None:
 class RedisSessions(BaseSessionService):
     """ADK sessions in Redis at ``url``. Create it anywhere; it connects on first use."""
 
-    def __init__(self, url: str, *, ttl_s: float, longest_ttl_s: float, timeout_s: float = 5.0) -> None:
-        options = {
-            "socket_connect_timeout": timeout_s,
-            "socket_timeout": timeout_s,
-            "retry": Retry(NoBackoff(), 0),
-            "protocol": 2,
-            **parse_url(url),  # the URL's own options win
-        }
-        self._redis = Redis.from_pool(BlockingConnectionPool(max_connections=CONNECTIONS, timeout=timeout_s, **options))
+    def __init__(self, url: str, *, ttl_s: float, longest_ttl_s: float, timeout_s: float = TIMEOUT_S) -> None:
+        self._redis = engine_client(url, connections=CONNECTIONS, timeout_s=timeout_s)
         self._ttl_ms = _ms(ttl_s)
         self._longest_ms = _ms(longest_ttl_s)
         self._create = self._redis.register_script(_CREATE)

@@ -47,12 +47,9 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 from langgraph.checkpoint.memory import InMemorySaver
-from redis.asyncio import BlockingConnectionPool, Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 
 from store import StoreUnavailable
-from store.engine import UNAVAILABLE
+from store.engine import TIMEOUT_S, UNAVAILABLE, engine_client
 
 T = TypeVar("T")
 
@@ -94,18 +91,9 @@ class EngineSaver(BaseCheckpointSaver[str]):
     get_next_version = InMemorySaver.get_next_version
     """``InMemorySaver``'s versions (``"<number>.<random>"``), so both modes version channels alike."""
 
-    def __init__(self, url: str, *, ttl_s: float, timeout_s: float = 5.0) -> None:
+    def __init__(self, url: str, *, ttl_s: float, timeout_s: float = TIMEOUT_S) -> None:
         super().__init__()
-        pool = BlockingConnectionPool.from_url(  # the URL's own options win
-            url,
-            max_connections=CONNECTIONS,
-            timeout=timeout_s,
-            socket_connect_timeout=timeout_s,
-            socket_timeout=timeout_s,
-            retry=Retry(NoBackoff(), 0),  # no retries: a retried write after a lost reply would misreport
-            protocol=2,
-        )
-        self._redis = Redis.from_pool(pool)
+        self._redis = engine_client(url, connections=CONNECTIONS, timeout_s=timeout_s)
         self._ttl_ms = round(ttl_s * 1000)
         self._keep = self._redis.register_script(_KEEP)
         self._delete = self._redis.register_script(_DELETE)

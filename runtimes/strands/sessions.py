@@ -26,7 +26,7 @@ Layout: one hash per thread, ``agui:<route>:session:<thread>``, whose fields are
 records as JSON (``to_dict``): ``session``, ``agent:<agent id>``, ``message:<agent id>:<index>``.
 It expires :data:`PAUSED_TTL_S` after its last write while the thread waits for an answer, and
 :data:`IDLE_TTL_S` after it otherwise. Engine failures raise :class:`store.StoreUnavailable`
-within :data:`TIMEOUT_S` (the pipeline answers RUN_ERROR ``STATE_UNAVAILABLE``).
+within :data:`store.engine.TIMEOUT_S` (the pipeline answers RUN_ERROR ``STATE_UNAVAILABLE``).
 """
 
 from __future__ import annotations
@@ -38,15 +38,12 @@ from contextlib import aclosing
 from typing import Any
 
 from ag_ui.core import BaseEvent, RunAgentInput
-from redis.asyncio import BlockingConnectionPool, Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from strands.session import RepositorySessionManager, SessionRepository
 from strands.types.exceptions import SessionException
 from strands.types.session import Session, SessionAgent, SessionMessage
 
 from store import StoreUnavailable
-from store.engine import UNAVAILABLE
+from store.engine import UNAVAILABLE, engine_client
 
 logger = logging.getLogger("agui.strands.sessions")
 
@@ -58,8 +55,6 @@ IDLE_TTL_S = 24 * 3600.0
 """A thread with nothing waiting: a day after its last run. Its session is the model's memory of
 the conversation (the bridge does not replay the client's history over a session), and idle threads
 are most threads, so they go sooner; a thread used again within a day keeps its memory."""
-TIMEOUT_S = 5.0
-"""Connect and read timeout of every engine call (as the app's store)."""
 CONNECTIONS = 32
 """Engine connections per process; a run holds one only for the length of a command."""
 SESSION = "session"
@@ -153,16 +148,7 @@ class EngineSessions:
     docstring). ``drop`` forgets what this process's bridge keeps of a thread."""
 
     def __init__(self, url: str, route: str, drop: Callable[[str], None]) -> None:
-        pool = BlockingConnectionPool.from_url(
-            url,
-            max_connections=CONNECTIONS,
-            timeout=TIMEOUT_S,
-            socket_connect_timeout=TIMEOUT_S,
-            socket_timeout=TIMEOUT_S,
-            retry=Retry(NoBackoff(), 0),  # no retries: a command is sent once, or fails
-            protocol=2,
-        )
-        self._client = Redis(connection_pool=pool)
+        self._client = engine_client(url, connections=CONNECTIONS)
         self._prefix = f"agui:{route}:session:"
         self._drop = drop
         self._open: dict[str, ThreadSession] = {}  # thread -> its session, while its run goes
