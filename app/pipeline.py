@@ -17,27 +17,30 @@ innermost first, and why they sit where they do:
 4. :func:`one_run`, the error boundary: the stream is exactly one run, RUN_STARTED first and one
    terminal event last, whatever the stages inside did (an escaping exception becomes RUN_ERROR
    with the bridge's name for it, a stop mid-run becomes RUN_ERROR ``INCOMPLETE_RUN``).
-5. ``Pump.drain`` (``app.pump``): stages 1-4 run in one task and context of their own, with
-   backpressure; what the dialects put out of band is merged in live; a run ended early (at
-   shutdown, or when its clients left) ends with RUN_ERROR ``SERVER_SHUTDOWN`` or ``CLIENT_GONE``,
-   its subagents closed first. Then ``as_client_named`` (``app.principals``): the stages above see
-   the thread as the server keeps it for the request's principal, the client sees its own name.
-6. :func:`encode_sse`: each event as its SSE frame; an event that cannot be encoded ends the run
-   with RUN_ERROR ``ENCODING_ERROR`` instead of a cut stream.
-7. ``log_run`` (``app.runlog``): one summary line per run, of what its clients were sent (the one
-   line a failure gets; the stages above log their detail at debug).
+5. ``Pump`` (``app.pump``): stages 1-4 run in one task and context of their own, which delivers
+   every event as it is made; what the dialects put out of band is delivered live, between them; a
+   run ended early (at shutdown, or when its clients left) ends with RUN_ERROR ``SERVER_SHUTDOWN``
+   or ``CLIENT_GONE``, its subagents closed first.
+6. :class:`_Wire`, in that task, per event: ``as_client_named`` (``app.principals``: the stages
+   above see the thread as the server keeps it for the request's principal, the client sees its
+   own name), then the SSE frame (an event that cannot be encoded ends the run with RUN_ERROR
+   ``ENCODING_ERROR`` instead of a cut stream), then ``RunLog`` (``app.runlog``: one summary line
+   per run, of what its clients were sent; the stages above log their detail at debug).
 
-What comes out (:meth:`RoutePipeline.open`) is each event with its frame; ``app.runs`` writes them
-to the run's replay log, which the run's clients read. Every stage closes its input when it ends,
-so a run ended early (its clients left, the server stops) stops the bridge at once.
+What comes out (:meth:`RoutePipeline.open`) is each event with its frame, handed to the run's
+:class:`Delivery` (``app.runs`` writes them to the run's replay log, which the run's clients read)
+as plain calls in the run's task: no task or generator per stage after the pump. Every stage
+closes its input when it ends, so a run ended early (its clients left, the server stops) stops
+the bridge at once.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ag_ui.core import BaseEvent, EventType, RunAgentInput, RunErrorEvent, RunStartedEvent
 from ag_ui.encoder import EventEncoder
@@ -47,7 +50,7 @@ from app.approvals import ApprovalLedger
 from app.config import Settings
 from app.principals import as_client_named, scoped
 from app.pump import SERVER_SHUTDOWN, Pump
-from app.runlog import log_run
+from app.runlog import RunLog
 from app.runs import CODES as RUN_CODES
 from app.runs import STATE_UNAVAILABLE
 from emitters.core import NativeLatch, SubagentRun, emit_subagents, subagent_events_enabled
@@ -91,9 +94,9 @@ class RoutePipeline:
         )
         self.codes = PIPELINE_CODES | RUN_CODES | MODEL_CODES | APPROVAL_CODES | self.runtime.known.run_error_codes()
 
-    def open(self, run_input: RunAgentInput, principal: str = "") -> OpenRun:
-        """One run of ``run_input`` for ``principal`` (``app.principals``): its events with their
-        SSE frames, and how to end it early."""
+    def open(self, run_input: RunAgentInput, principal: str, out: Delivery) -> OpenRun:
+        """Start one run of ``run_input`` for ``principal`` (``app.principals``): its events go to
+        ``out`` with their SSE frames as they are made; the run's bridge starts now, in its own task."""
         client_thread_id, run_input = run_input.thread_id, scoped(run_input, principal)
         subagents = SubagentRun(
             self.latch,
@@ -102,7 +105,8 @@ class RoutePipeline:
             enabled=subagent_events_enabled(run_input.forwarded_props, self.settings.agui_subagent_events),
             interrupt_owner=self.bridge.interrupt_owner,
         )
-        pump = Pump(closing=lambda reason: subagents.visible(subagents.close_all(reason)))
+        wire = self._wire(run_input, client_thread_id, out)
+        pump = Pump(wire.send, closing=lambda reason: subagents.visible(subagents.close_all(reason)), room=out.room)
         if available(self.bridge):
             events = self.bridge.run(run_input)
             for stage in self.bridge.stages:
@@ -114,29 +118,74 @@ class RoutePipeline:
             )
             events = _refusal(run_input, RUNTIME_UNAVAILABLE, down)
         events = limit_model_calls(events, self.settings.agui_max_model_calls)
-        events = one_run(emit_subagents(events, subagents), run_input, self.bridge, self.codes)
-        events = pump.drain(events)
-        if run_input.thread_id != client_thread_id:  # the server names the thread for its principal
-            events = as_client_named(events, client_thread_id)
-        return OpenRun(self._logged(encode_sse(events), run_input), pump.end_by)
+        pump.start(one_run(emit_subagents(events, subagents), run_input, self.bridge, self.codes), wire.finish)
+        return OpenRun(pump.end_by, pump.stop)
 
-    def refuse(self, run_input: RunAgentInput, code: str, message: str) -> AsyncIterator[tuple[BaseEvent, bytes]]:
-        """A run answered before anything of it starts: RUN_STARTED, then RUN_ERROR ``code``."""
-        return self._logged(encode_sse(_refusal(run_input, code, message)), run_input)
+    def refuse(self, run_input: RunAgentInput, principal: str, code: str, message: str, out: Delivery) -> None:
+        """A run answered before anything of it starts: RUN_STARTED, then RUN_ERROR ``code``, sent to
+        ``out`` now (whose ``finish`` is then its owner's to call)."""
+        client_thread_id, run_input = run_input.thread_id, scoped(run_input, principal)
+        wire = self._wire(run_input, client_thread_id, out)
+        wire.send(_run_started(run_input))
+        wire.send(RunErrorEvent(message=message, code=code))
 
-    def _logged(
-        self, frames: AsyncIterator[tuple[BaseEvent, bytes]], run_input: RunAgentInput
-    ) -> AsyncIterator[tuple[BaseEvent, bytes]]:
-        return log_run(frames, runtime=self.runtime.name, thread_id=run_input.thread_id, run_id=run_input.run_id)
+    def _wire(self, run_input: RunAgentInput, client_thread_id: str, out: Delivery) -> _Wire:
+        log = RunLog(runtime=self.runtime.name, thread_id=run_input.thread_id, run_id=run_input.run_id)
+        renamed = run_input.thread_id != client_thread_id  # the server names the thread for its principal
+        return _Wire(out, log, client_thread_id if renamed else None)
+
+
+class Delivery(Protocol):
+    """Where one run's events go, each with its SSE frame (``app.runs``: the run's replay log).
+    Called in order, in the run's own task (or where an event is put out of band); none may raise."""
+
+    def send(self, event: BaseEvent, frame: bytes) -> None:
+        """One event of the run, as its clients get it."""
+
+    def room(self) -> Awaitable[object] | None:
+        """What the run waits for before it takes its next event (the writes catching up), or None."""
+
+    async def finish(self) -> None:
+        """The run is over and its bridge closed: called once, after the last :meth:`send`."""
 
 
 @dataclass(frozen=True)
 class OpenRun:
-    """One run through the pipeline: iterate ``frames`` once; ``end_by(grace_s, code, message)``
-    ends it early with RUN_ERROR ``code`` (its open subagents closed first)."""
+    """One run through the pipeline, started: ``end_by(grace_s, code, message)`` ends it early with
+    RUN_ERROR ``code`` (its open subagents closed first); ``stop()`` ends it now, sending nothing more."""
 
-    frames: AsyncIterator[tuple[BaseEvent, bytes]]
     end_by: Callable[[float, str, str], None]
+    stop: Callable[[], None]
+
+
+class _Wire:
+    """A run's events on their way out, each a plain call in the run's task: named for the client,
+    encoded as its SSE frame, counted for the run's log line, then delivered."""
+
+    def __init__(self, out: Delivery, log: RunLog, client_thread_id: str | None) -> None:
+        self._out = out
+        self._log = log
+        self._client_thread_id = client_thread_id  # None: the client's name is the server's
+
+    def send(self, event: BaseEvent) -> bool:
+        """Deliver ``event`` (the pump's ``Deliver``): True once it went out as the terminal event."""
+        if self._client_thread_id is not None:
+            event = as_client_named(event, self._client_thread_id)
+        try:
+            frame = _ENCODER.encode(event).encode()
+        except Exception as exc:  # noqa: BLE001 - pydantic's serialization error, a non-UTF-8 string
+            # An event that cannot be encoded (a string that is not valid Unicode, a value JSON
+            # cannot hold) ends the stream with a RUN_ERROR the client can read.
+            logger.debug("code=%s event=%s | cannot encode: %s", ENCODING_ERROR, event.type.value, exc)
+            event = RunErrorEvent(message=f"An event could not be encoded ({event.type.value}).", code=ENCODING_ERROR)
+            frame = _ENCODER.encode(event).encode()
+        self._log.seen(event)
+        self._out.send(event, frame)
+        return event.type in TERMINAL
+
+    async def finish(self) -> None:
+        self._log.ended()
+        await self._out.finish()
 
 
 async def _refusal(run_input: RunAgentInput, code: str, message: str) -> AsyncIterator[BaseEvent]:
@@ -187,19 +236,3 @@ def _run_error(exc: Exception, bridge: Bridge, run_input: RunAgentInput) -> RunE
     message = str(named) if named is not None else f"The run failed ({type(exc).__name__})."
     logger.debug("code=%s thread=%.64r | the run failed: %s", code, run_input.thread_id, message, exc_info=exc)
     return RunErrorEvent(message=message, code=code)
-
-
-async def encode_sse(events: AsyncIterator[BaseEvent]) -> AsyncIterator[tuple[BaseEvent, bytes]]:
-    """Each event with its SSE frame. An event that cannot be encoded (a string that is not valid
-    Unicode, a value JSON cannot hold) ends the stream with a RUN_ERROR the client can read."""
-    async with aclosing(events):
-        async for event in events:
-            try:
-                frame = _ENCODER.encode(event).encode()
-            except Exception as exc:  # noqa: BLE001 - pydantic's serialization error, a non-UTF-8 string
-                logger.debug("code=%s event=%s | cannot encode: %s", ENCODING_ERROR, event.type.value, exc)
-                message = f"An event could not be encoded ({event.type.value})."
-                error = RunErrorEvent(message=message, code=ENCODING_ERROR)
-                yield error, _ENCODER.encode(error).encode()
-                return
-            yield event, frame

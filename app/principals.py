@@ -12,9 +12,6 @@ there is one principal and names are the clients' own.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import aclosing
-
 from ag_ui.core import BaseEvent, RunAgentInput
 
 
@@ -25,10 +22,8 @@ def scoped(run_input: RunAgentInput, principal: str) -> RunAgentInput:
     return run_input.model_copy(update={"thread_id": f"{principal}:{run_input.thread_id}"})
 
 
-async def as_client_named(events: AsyncIterator[BaseEvent], thread_id: str) -> AsyncIterator[BaseEvent]:
-    """The run's events with the thread named as the client named it."""
-    async with aclosing(events):
-        async for event in events:
-            if getattr(event, "thread_id", thread_id) != thread_id:
-                event = event.model_copy(update={"thread_id": thread_id})
-            yield event
+def as_client_named(event: BaseEvent, thread_id: str) -> BaseEvent:
+    """``event`` with the thread named as the client named it."""
+    if getattr(event, "thread_id", thread_id) != thread_id:
+        return event.model_copy(update={"thread_id": thread_id})
+    return event

@@ -11,8 +11,6 @@ import json
 import logging
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
-from contextlib import aclosing
 
 from ag_ui.core import BaseEvent, EventType
 
@@ -28,43 +26,45 @@ def _short(value: str) -> str:
     return value if len(value) <= ID_IN_LOG else value[:ID_IN_LOG] + "…"
 
 
-async def log_run(
-    frames: AsyncIterator[tuple[BaseEvent, bytes]], *, runtime: str, thread_id: str, run_id: str
-) -> AsyncIterator[tuple[BaseEvent, bytes]]:
-    """Pass each event and its frame on; log a summary of the events at the terminal event (before
-    it goes on, so the line is written when a client has it), or when the stream ends without one."""
-    started = time.perf_counter()
-    counts: Counter[str] = Counter()
-    logged = False
+class RunLog:
+    """One run's summary line: :meth:`seen` counts each event the run's clients are sent and logs
+    the line at the terminal event (before it goes out, so the line is written when a client has
+    it); :meth:`ended` logs it for a run that ended without one."""
 
-    def log(outcome: str) -> None:
+    def __init__(self, *, runtime: str, thread_id: str, run_id: str) -> None:
+        self._runtime = runtime
+        self._thread_id = thread_id
+        self._run_id = run_id
+        self._started = time.perf_counter()
+        self._counts: Counter[str] = Counter()
+        self._logged = False
+
+    def seen(self, event: BaseEvent) -> None:
+        self._counts[event.type.value] += 1
+        if event.type in TERMINAL:
+            self._log(_outcome(event))
+
+    def ended(self) -> None:
+        if not self._logged:
+            self._log("disconnected")
+
+    def _log(self, outcome: str) -> None:
+        self._logged = True
         logger.log(
             logging.WARNING if outcome.startswith("error:") else logging.INFO,
             json.dumps(
                 {
                     "event": "run",
-                    "runtime": runtime,
-                    "threadId": _short(thread_id),
-                    "runId": _short(run_id),
+                    "runtime": self._runtime,
+                    "threadId": _short(self._thread_id),
+                    "runId": _short(self._run_id),
                     "outcome": outcome,
-                    "durationMs": round((time.perf_counter() - started) * 1000, 1),
-                    "events": dict(counts),
+                    "durationMs": round((time.perf_counter() - self._started) * 1000, 1),
+                    "events": dict(self._counts),
                 },
                 separators=(",", ":"),
             ),
         )
-
-    try:
-        async with aclosing(frames):
-            async for event, frame in frames:
-                counts[event.type.value] += 1
-                if event.type in TERMINAL:
-                    log(_outcome(event))
-                    logged = True
-                yield event, frame
-    finally:
-        if not logged:
-            log("disconnected")
 
 
 def _outcome(terminal: BaseEvent) -> str:

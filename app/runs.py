@@ -5,11 +5,13 @@ the ``Last-Event-ID`` of the last event it got, and must read the rest of its ru
 order, on any replica; and a run may go on for a while with nobody reading
 (``AGUI_DETACHED_RUN_S``). So each run is two halves:
 
-* its **producer**, one task per run (:class:`_Producer`): holds the thread's lease (one run per
-  thread at a time, on every replica: a second gets RUN_ERROR ``THREAD_BUSY``), drives the route's
-  pipeline, and appends every frame, numbered from 1, to the run's log in the store; a heartbeat
-  keeps the lease and the run's records alive while it runs (one timer for every run of the
-  process, :meth:`RunRegistry._beat`: a task per run would be memory every open stream holds);
+* its **producer** (:class:`_Producer`, the pipeline's :class:`app.pipeline.Delivery`): holds the
+  thread's lease (one run per thread at a time, on every replica: a second gets RUN_ERROR
+  ``THREAD_BUSY``), and appends every frame the route's pipeline delivers, numbered from 1, to the
+  run's log in the store, in the run's own task (``app.pump``: no task of its own, which would be
+  a wake per event); a heartbeat keeps the lease and the run's records alive while it runs (one
+  timer for every run of the process, :meth:`RunRegistry._beat`: a task per run would be memory
+  every open stream holds);
 * its **readers** (:meth:`RunRegistry.follow`): the request that started the run, and any that
   reconnect, follow the log from where they are and send each frame with its ``id:``, until the
   terminal event.
@@ -37,8 +39,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import aclosing
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -49,7 +50,7 @@ from app.guard import BadRequest
 from app.principals import scoped
 from app.pump import CLIENT_GONE, Starting, run_starting
 from runtimes.base import TERMINAL
-from store import Store, StoreUnavailable
+from store import MemoryStore, Store, StoreUnavailable
 
 if TYPE_CHECKING:  # the pipeline's settings carry this module's limits: no import at run time
     from app.pipeline import OpenRun, RoutePipeline
@@ -140,11 +141,15 @@ class RunRegistry:
                 "This runId was already used on this thread: send Last-Event-ID to read its events again, "
                 "or a new runId for a new run.",
             )
+        leased = False
         try:
             leased = await self.store.claim(keys.lease, keys.claim, ttl_s=self.limits.lease_s)
+            await self.store.put(keys.alive, b"1", ttl_s=self.limits.lease_s)  # then the registry's heartbeat
         except StoreUnavailable as exc:
-            with contextlib.suppress(StoreUnavailable):
-                await self.store.delete(keys.claim)  # the run never started: its runId may be sent again
+            with contextlib.suppress(StoreUnavailable):  # the run never started: its runId may be sent again
+                if leased:
+                    await self.store.release(keys.lease, keys.claim)
+                await self.store.delete(keys.claim)
             raise _store_down(run_input, exc) from exc
         producer = _Producer(self, pipeline, run_input, principal, keys, leased)
         self._producers[keys.claim] = producer
@@ -185,7 +190,7 @@ class RunRegistry:
             producer.attach()
         try:
             while True:
-                entries = await self.store.read(keys.log, after, count=READ_BATCH, wait_s=self.limits.heartbeat_s)
+                entries = await self._read(keys, after, producer)
                 if producer is None and time.monotonic() - last_beat >= self.limits.heartbeat_s:
                     last_beat = time.monotonic()  # a reader of a run produced elsewhere says it is here
                     await self.store.put(keys.readers, b"1", ttl_s=self.limits.lease_s)
@@ -226,6 +231,17 @@ class RunRegistry:
             if producer is not None:
                 producer.detach()
 
+    async def _read(self, keys: RunKeys, after: int, producer: _Producer | None) -> list[tuple[int, bytes]]:
+        """The log's entries above ``after`` once there are any, or none after a while (the run's
+        producer ended, or a heartbeat's time went by). A producer in this process wakes its readers
+        itself as it logs (no wait in the store, and no timer, per event); one elsewhere is waited
+        for in the store."""
+        if producer is None:
+            return await self.store.read(keys.log, after, count=READ_BATCH, wait_s=self.limits.heartbeat_s)
+        while producer.logged <= after and not producer.done:
+            await producer.woken()
+        return await self.store.read(keys.log, after, count=READ_BATCH, wait_s=0)
+
     async def _beat(self) -> None:
         """Every ``heartbeat_s`` while this process produces runs: each run's heartbeat, together."""
         while True:
@@ -250,7 +266,8 @@ class RunRegistry:
 
 
 class _Producer:
-    """One run's producer (see the module docstring). Lives on the server's loop."""
+    """One run's producer (see the module docstring): the pipeline's ``Delivery``, in the run's own
+    task. Lives on the server's loop."""
 
     def __init__(
         self,
@@ -270,6 +287,12 @@ class _Producer:
         self._keys = keys
         self._leased = leased  # the run holds its thread's lease (else the thread is busy: it is refused)
         self._run: OpenRun | None = None  # the pipeline's run, once started (None for a refusal)
+        self._log = _LogWriter(registry.store, keys.log, registry.limits.max_events, self._logged)
+        self._number = 0  # of the last frame delivered
+        self._waiting: list[asyncio.Future[None]] = []  # this process's readers' waits (one each: a
+        # reader cancelled while it waits cancels its own future, never another reader's)
+        self.logged = 0  # the number of the last frame in the log
+        self._terminal: bytes | None = None  # held back until the pipeline has closed and the thread is free
         self._readers = 0  # readers in this process
         self._attached = False  # a reader has come (the request that started the run, normally at once)
         self._left_at: float | None = time.monotonic()  # since when nobody here reads; None while someone does
@@ -277,15 +300,90 @@ class _Producer:
         self.failed = False  # it stopped because the store failed (its readers here say so)
 
     def start(self) -> None:
-        """Open the run's pipeline (its bridge starts now, in its pump's task) and start producing."""
+        """Open the run's pipeline (its bridge starts now, in its pump's task), or send its refusal."""
         if self._leased:
-            self._run = self._pipeline.open(self._input, self._principal)
-            frames = self._run.frames
-        else:
-            frames = self._pipeline.refuse(self._input, THREAD_BUSY, BUSY_MESSAGE)
-        task = asyncio.get_running_loop().create_task(self._produce(frames))
-        _producing.add(task)
-        task.add_done_callback(_producing.discard)
+            self._run = self._pipeline.open(self._input, self._principal, self)
+            return
+        self._pipeline.refuse(self._input, self._principal, THREAD_BUSY, BUSY_MESSAGE, self)
+        task = asyncio.get_running_loop().create_task(self.finish())
+        _finishing.add(task)
+        task.add_done_callback(_finishing.discard)
+
+    # --- the pipeline's Delivery (app.pipeline), in the run's task ----------------------------------
+
+    def send(self, event: BaseEvent, frame: bytes) -> None:
+        """Log the run's next frame (its terminal one once the run is over: :meth:`finish`)."""
+        self._number += 1
+        if event.type in TERMINAL:
+            self._terminal = frame
+            return
+        if self.failed:
+            return
+        try:
+            self._log.add(self._number, MORE + frame)
+        except StoreUnavailable as exc:
+            self._fail(exc)
+
+    def room(self) -> Awaitable[object] | None:
+        return self._log.room()
+
+    async def finish(self) -> None:
+        """The run is over and its bridge closed: the log complete, the thread released, then the
+        terminal event logged, so a client that read it may start the thread's next run at once."""
+        keys, store, leased, ended = self._keys, self._store, self._leased, False
+        try:
+            if not self.failed:
+                await self._log.flush()
+                if leased:
+                    leased = False
+                    await store.release(keys.lease, keys.claim)
+                if self._terminal is not None:
+                    entry = [(self._number, LAST + self._terminal)]
+                    await store.append(keys.log, entry, max_len=self._limits.max_events, ttl_s=self._limits.replay_s)
+                    ended = True
+                    self._logged(self._number)
+        except StoreUnavailable as exc:
+            self._fail(exc)
+        finally:
+            self.done = True
+            self._wake_readers()
+            self._log.cancel()
+            self._registry._produced(keys.claim)
+            with contextlib.suppress(StoreUnavailable):
+                if leased:
+                    await store.release(keys.lease, keys.claim)
+                await store.delete(keys.alive)
+                if ended:  # else its readers see the producer gone before the end: RUN_LOST
+                    await store.put(keys.claim, b"%s%d" % (ENDED, self._number), ttl_s=self._limits.replay_s)
+
+    def woken(self) -> asyncio.Future[None]:
+        """A wait that ends when more of the run is logged, or when it ends (for a reader here)."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        return waiter
+
+    def _logged(self, number: int) -> None:
+        """The log holds the run's frames up to ``number``."""
+        self.logged = number
+        self._wake_readers()
+
+    def _wake_readers(self) -> None:
+        if self._waiting:
+            waiting, self._waiting = self._waiting, []
+            for waiter in waiting:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    def _fail(self, exc: StoreUnavailable) -> None:
+        """The store failed under the run's log: it stops (its readers here say why)."""
+        if self.failed:
+            return
+        logger.warning("run=%.64r | the state store failed mid-run; the run stops: %s", self.run_id, exc)
+        self.failed = True
+        if self._run is not None:
+            self._run.stop()
+
+    # --- its readers and its heartbeat ----------------------------------------------------------
 
     def attach(self) -> None:
         self._readers += 1
@@ -303,44 +401,6 @@ class _Producer:
         """End the run now with RUN_ERROR ``CLIENT_GONE`` (a refusal ends by itself)."""
         if self._run is not None:
             self._run.end_by(0, CLIENT_GONE, message)
-
-    async def _produce(self, frames: AsyncIterator[tuple[BaseEvent, bytes]]) -> None:
-        keys, store = self._keys, self._store
-        leased, number, ended = self._leased, 0, False
-        log = _LogWriter(store, keys.log, self._limits.max_events)
-        try:
-            terminal = None  # held back until the pipeline has closed and the thread is free
-            async with aclosing(frames):
-                await store.put(keys.alive, b"1", ttl_s=self._limits.lease_s)  # then the registry's heartbeat
-                async for event, frame in frames:
-                    number += 1
-                    if event.type in TERMINAL:  # the pipeline's last event
-                        terminal = frame
-                        continue
-                    await log.add(number, MORE + frame)
-            await log.flush()
-            # A client that read the terminal event may start the thread's next run at once: release
-            # the thread first (the pipeline, its bridge's clean-up included, is done with it).
-            if leased:
-                leased = False
-                await store.release(keys.lease, keys.claim)
-            if terminal is not None:
-                entry = [(number, LAST + terminal)]
-                await store.append(keys.log, entry, max_len=self._limits.max_events, ttl_s=self._limits.replay_s)
-                ended = True
-        except StoreUnavailable as exc:
-            logger.warning("run=%.64r | the state store failed mid-run; the run stops: %s", self.run_id, exc)
-            self.failed = True
-        finally:
-            self.done = True
-            log.cancel()
-            self._registry._produced(keys.claim)
-            with contextlib.suppress(StoreUnavailable):
-                if leased:
-                    await store.release(keys.lease, keys.claim)
-                await store.delete(keys.alive)
-                if ended:  # else its readers see the producer gone before the end: RUN_LOST
-                    await store.put(keys.claim, b"%s%d" % (ENDED, number), ttl_s=self._limits.replay_s)
 
     async def beat(self) -> None:
         """The run's heartbeat (every ``heartbeat_s``, from :meth:`RunRegistry._beat`): renew its
@@ -367,29 +427,36 @@ class _Producer:
 
 
 class _LogWriter:
-    """A run's log appends. In process memory each frame is appended as it comes; on a shared
-    engine the frames a run produces while its last append is on its way wait and go together in
-    the next one, so a busy engine costs a round trip per batch, not per event (at most
-    :data:`WAITING_MAX` frames wait: past that the run waits for the engine)."""
+    """A run's log appends, made in the run's task as its frames come. In this process's memory an
+    append is a call, not a round trip, and each frame is appended as it comes; on a shared engine
+    the frames a run produces while its last append is on its way wait and go together in the next
+    one, so a busy engine costs a round trip per batch, not per event (at most :data:`WAITING_MAX`
+    frames wait: past that the run waits for the engine, :meth:`room`)."""
 
-    def __init__(self, store: Store, key: str, max_len: int) -> None:
+    def __init__(self, store: Store, key: str, max_len: int, logged: Callable[[int], None]) -> None:
         self._store = store
         self._key = key
         self._max_len = max_len
+        self._logged = logged  # told the number of the last entry each time more are in the log
         self._waiting: list[tuple[int, bytes]] = []
         self._writing: asyncio.Task[None] | None = None  # the append on its way, if any
 
-    async def add(self, number: int, entry: bytes) -> None:
+    def add(self, number: int, entry: bytes) -> None:
         """Log ``entry`` as event ``number``. Raises StoreUnavailable if an earlier append failed."""
-        if not self._store.shared:
-            await self._store.append(self._key, [(number, entry)], max_len=self._max_len, ttl_s=RUNNING_LOG_TTL_S)
+        if isinstance(self._store, MemoryStore):
+            self._store.append_now(self._key, [(number, entry)], max_len=self._max_len, ttl_s=RUNNING_LOG_TTL_S)
+            self._logged(number)
             return
+        if self._writing is not None and self._writing.done():
+            writing, self._writing = self._writing, None
+            writing.result()  # raises what the append raised
         self._waiting.append((number, entry))
-        if self._writing is not None and (self._writing.done() or len(self._waiting) >= WAITING_MAX):
-            await self._writing  # raises what the append raised
-            self._writing = None
         if self._writing is None:
             self._writing = asyncio.get_running_loop().create_task(self._write())
+
+    def room(self) -> asyncio.Task[None] | None:
+        """The append to wait for before the run goes on, while too many frames wait for it."""
+        return self._writing if len(self._waiting) >= WAITING_MAX else None
 
     async def flush(self) -> None:
         """Every entry added so far is in the log. Raises StoreUnavailable."""
@@ -400,20 +467,25 @@ class _LogWriter:
                 self._writing = None
 
     def cancel(self) -> None:
+        """The run is over: an append still on its way stops; a failed one's error was reported."""
         if self._writing is not None:
-            self._writing.cancel()
+            if not self._writing.done():
+                self._writing.cancel()
+            elif not self._writing.cancelled():
+                self._writing.exception()  # retrieved: the run's failure is already logged (or it had none)
 
     async def _write(self) -> None:
         while self._waiting:
             batch, self._waiting = self._waiting, []
             await self._store.append(self._key, batch, max_len=self._max_len, ttl_s=RUNNING_LOG_TTL_S)
+            self._logged(batch[-1][0])
 
 
 WAITING_MAX = 256
 """Frames of one run that may wait for the engine before the run itself waits (``_LogWriter``)."""
 
-_producing: set[asyncio.Task] = set()
-"""Strong references to the producers' tasks (the loop keeps only weak ones)."""
+_finishing: set[asyncio.Task] = set()
+"""Strong references to the refusals' last steps (the loop keeps only weak ones)."""
 
 
 def _ended_at(claim: bytes | None) -> int | None:

@@ -133,6 +133,11 @@ class MemoryStore:
 
     # --- replay logs --------------------------------------------------------------------------
     async def append(self, key: str, entries: Sequence[tuple[int, bytes]], *, max_len: int, ttl_s: float) -> None:
+        self.append_now(key, entries, max_len=max_len, ttl_s=ttl_s)
+
+    def append_now(self, key: str, entries: Sequence[tuple[int, bytes]], *, max_len: int, ttl_s: float) -> None:
+        """:meth:`append`, as the plain call it is in this process (a run logs each frame as it is
+        made, in its own task: ``app.runs``)."""
         log = self._live(key)
         if not isinstance(log, _Log):
             log = _Log()
@@ -146,6 +151,8 @@ class MemoryStore:
     async def read(self, key: str, after: int, *, count: int, wait_s: float) -> list[tuple[int, bytes]]:
         log = self._live(key)
         if not isinstance(log, _Log) or log.last() <= after:
+            if wait_s <= 0:
+                return []
             # A future per wait, not an asyncio.Event per log: every open stream's reader is waiting
             # here most of the time, and an Event holds a deque (~0.6 KiB) for as long as it lives.
             # Its time limit is a timer that ends the wait like an append would: a reader waits here

@@ -25,7 +25,7 @@ from ag_ui.core import RunAgentInput
 from app.pipeline import RoutePipeline
 from deploy.loopback import LOOPBACK, free_port
 from store import MemoryStore
-from verifier import parse_sse
+from tests.wire import through_pipeline
 from verifier.client import run_input
 
 BINARY = "/usr/bin/redis-server"
@@ -129,8 +129,7 @@ class RuntimeStateInEngine(MemoryStore):
 
 async def drain(pipeline: RoutePipeline, thread_id: str, message: str) -> list[dict]:
     """One run through a route's pipeline (no HTTP), as the events a client decodes."""
-    body = RunAgentInput.model_validate(run_input(message, thread_id=thread_id))
-    return parse_sse(b"".join([frame async for _, frame in pipeline.open(body).frames]))
+    return await through_pipeline(pipeline, RunAgentInput.model_validate(run_input(message, thread_id=thread_id)))
 
 
 def outcome(events: list[dict]) -> tuple[list[str], str | None]:

@@ -41,6 +41,7 @@ from emitters.core import current_run, subagent_events_enabled, subagent_run_id_
 from runtimes.base import HeldThreads, InterruptOwner, Known, Runtime
 from runtimes.model_errors import ModelError
 from store import MemoryStore
+from tests.wire import PipelineRun, through_pipeline
 from verifier import parse_sse, verify_events, verify_thread
 from verifier.client import run_input
 
@@ -89,14 +90,14 @@ async def collect(
     """What a client decodes from one run of ``events`` through ``route`` (a new pipeline by default)."""
     route = route or pipeline(**options)
     route.bridge.events = events
-    return parse_sse(b"".join([frame async for _, frame in route.open(request(run_id)).frames]))
+    return await through_pipeline(route, request(run_id))
 
 
 async def stream(events: AsyncIterator[BaseEvent], route: RoutePipeline | None = None) -> AsyncIterator[dict]:
     """The same, decoded frame by frame as it arrives."""
     route = route or pipeline()
     route.bridge.events = events
-    async for _, frame in route.open(request()).frames:
+    async for _, frame in PipelineRun(route, request()):
         for event in parse_sse(frame):
             yield event
 
@@ -328,8 +329,9 @@ async def test_a_run_ended_early_sends_what_it_produced_before_closing_it() -> N
         yield TextMessageStartEvent(message_id="late")
 
     route.bridge.events = cut_by_the_client()
-    run = route.open(request())
-    events = parse_sse(b"".join([frame async for _, frame in run.frames]))
+    reader = PipelineRun(route, request())
+    run = reader.run
+    events = parse_sse(b"".join([frame async for _, frame in reader]))
     assert ended.is_set()
     assert [e["type"] for e in events][-3:] == ["SUBAGENT_STARTED", "SUBAGENT_ERROR", "RUN_ERROR"], events
     assert events[-1]["code"] == "CLIENT_GONE"

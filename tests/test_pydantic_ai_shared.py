@@ -29,8 +29,8 @@ from store import MemoryStore, Store
 from store.engine import RedisStore
 from tests import processes
 from tests.engine import RedisServer
-from tests.wire import Run, post_run
-from verifier import parse_sse, verify_events, verify_thread
+from tests.wire import Run, post_run, through_pipeline
+from verifier import verify_events, verify_thread
 from verifier.client import run_input
 from verifier.scenarios import APPROVE, resume_with
 
@@ -152,8 +152,7 @@ class SpecialistsInEngine(MemoryStore):
 
 async def drain(pipeline: RoutePipeline, body: dict) -> list[dict]:
     """One run through the route's pipeline (no HTTP), as the events a client decodes."""
-    frames = [frame async for _, frame in pipeline.open(RunAgentInput.model_validate(body)).frames]
-    return parse_sse(b"".join(frames))
+    return await through_pipeline(pipeline, RunAgentInput.model_validate(body))
 
 
 def unavailable(events: list[dict]) -> bool:

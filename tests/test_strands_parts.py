@@ -19,8 +19,8 @@ from runtimes.strands.cache import ThreadAgentCache
 from runtimes.strands.model import turn_from_messages
 from runtimes.strands.state import complete_snapshots
 from store import MemoryStore
-from tests.wire import live_server, post_run, run_input
-from verifier import parse_sse, verify_events
+from tests.wire import live_server, post_run, run_input, through_pipeline
+from verifier import verify_events
 from verifier.client import resume
 
 ROUTE = runtime.route
@@ -49,7 +49,7 @@ async def _drain(pipeline: RoutePipeline, thread_id: str, message: str | None = 
     """One run through the route's pipeline (no HTTP), as the events a client decodes."""
     messages = [{"id": f"m-{thread_id}", "role": "user", "content": message}] if message else []
     data = RunAgentInput.model_validate(run_input(thread_id=thread_id, messages=messages, **body))
-    return parse_sse(b"".join([frame async for _, frame in pipeline.open(data).frames]))
+    return await through_pipeline(pipeline, data)
 
 
 async def test_the_bridge_keeps_a_thread_waiting_for_approval_and_forgets_idle_ones() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 import uvicorn
-from ag_ui.core import Event
+from ag_ui.core import BaseEvent, Event, RunAgentInput
 from fastapi import FastAPI
 from pydantic import TypeAdapter
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -116,6 +116,37 @@ def live_server(settings: Settings | None = None) -> Iterator[str]:
     """:func:`serve`, when the test only needs the base URL."""
     with serve(settings) as server:
         yield server.base
+
+
+class PipelineRun:
+    """One run through a route's pipeline with no HTTP: iterate it for each event and its SSE frame
+    as the run delivers them (it is the run's ``app.pipeline.Delivery``); a reader that leaves early,
+    or is cancelled, stops the run. ``run`` is the pipeline's handle on it (``end_by``, ``stop``)."""
+
+    def __init__(self, pipeline: RoutePipeline, body: RunAgentInput, principal: str = "") -> None:
+        self._delivered: asyncio.Queue[tuple[BaseEvent, bytes] | None] = asyncio.Queue()
+        self.run = pipeline.open(body, principal, self)
+
+    def send(self, event: BaseEvent, frame: bytes) -> None:
+        self._delivered.put_nowait((event, frame))
+
+    def room(self) -> None:
+        return None
+
+    async def finish(self) -> None:
+        self._delivered.put_nowait(None)
+
+    async def __aiter__(self) -> AsyncIterator[tuple[BaseEvent, bytes]]:
+        try:
+            while (delivered := await self._delivered.get()) is not None:
+                yield delivered
+        finally:
+            self.run.stop()
+
+
+async def through_pipeline(pipeline: RoutePipeline, body: RunAgentInput) -> list[dict]:
+    """One whole run through a route's pipeline (no HTTP), as the events a client decodes."""
+    return parse_sse(b"".join([frame async for _, frame in PipelineRun(pipeline, body)]))
 
 
 def answered_tool_call(call: dict, arguments: str, answer: str) -> list[dict]:
