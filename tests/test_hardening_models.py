@@ -46,7 +46,15 @@ CASES = [
     Case("drops the connection mid-stream", "fake-drop", "MODEL_ERROR"),
     Case("sends an error inside the stream", "fake-inband-error", "MODEL_ERROR"),
     Case("answers garbage", "fake-garbage", "MODEL_ERROR"),
-    Case("keeps calling tools", "fake-loop", "TOO_MANY_MODEL_CALLS", "What's the weather in Oslo?", within_s=20),
+    # Its subject is the call budget, not the timeout: dozens of calls, each given time enough on a busy machine.
+    Case(
+        "keeps calling tools",
+        "fake-loop",
+        "TOO_MANY_MODEL_CALLS",
+        "What's the weather in Oslo?",
+        overrides=(("agui_model_timeout_s", 10.0),),
+        within_s=60,
+    ),
     Case("wrong key", "scripted", "MODEL_AUTH_ERROR", overrides=(("openai_api_key", "wrong-key"),)),
     Case("no key", "scripted", "MODEL_AUTH_ERROR", overrides=(("openai_api_key", None),)),
     Case("unreachable endpoint", "scripted", "MODEL_UNREACHABLE", overrides=(("openai_base_url", "UNREACHABLE"),)),
@@ -61,7 +69,9 @@ def settings_for(endpoint: str, case: Case) -> Settings:
         key: f"http://127.0.0.1:{free_port()}/v1" if value == "UNREACHABLE" else value for key, value in case.overrides
     }
     # keepalive comments must not keep a failed run's stream open
-    return real_model_settings(endpoint, case.model, agui_model_timeout_s=TIMEOUT_S, agui_keepalive_s=0.2, **overrides)
+    return real_model_settings(
+        endpoint, case.model, **{"agui_model_timeout_s": TIMEOUT_S, "agui_keepalive_s": 0.2, **overrides}
+    )
 
 
 def run_log(caplog: pytest.LogCaptureFixture, run_id: str) -> list[dict]:
