@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 IMAGE_ENGINE ?= auto
 
-.PHONY: serve test setup lint boot-check image-check lint-docker client-deps inspector-deps inspector-bundle browser engine \
+.PHONY: serve test setup lint boot-check image-check lint-docker client-deps inspector-deps inspector-bundle browser engine valgrind \
 	screenshots captures matrix bench load tour
 
 $(UV):
@@ -27,7 +27,7 @@ serve: setup
 	HOST=$(HOST) PORT=$(PORT) .venv/bin/python -m deploy.serve
 
 # pytest stays last, so its summary is the last line CI prints.
-test: setup client-deps inspector-deps browser engine lint-docker boot-check image-check
+test: setup client-deps inspector-deps browser engine valgrind lint-docker boot-check image-check
 	.venv/bin/python -m pytest
 
 # Install what the image installs into a fresh venv, boot its entrypoint, drive every route.
@@ -75,6 +75,13 @@ browser: /usr/bin/chromium
 
 engine: /usr/bin/redis-server
 
+# Debian's Valgrind for the benchmark's instruction counts (callgrind: CPU per run that does not
+# move with the machine's load; benchmarks/instructions.py).
+/usr/bin/valgrind:
+	apt-get install -y --no-install-recommends valgrind || (apt-get update && apt-get install -y --no-install-recommends valgrind)
+
+valgrind: /usr/bin/valgrind
+
 # The README's pictures of the page, taken by its browser tests.
 screenshots: setup inspector-deps browser
 	.venv/bin/python -m pytest -q tests/test_inspector.py
@@ -96,7 +103,7 @@ matrix: setup
 
 # What the emitter and the app cost next to the bare bridges and a raw SSE floor, in one run:
 # prints the table, writes benchmarks/results.json and docs/performance.md. BENCH_ARGS=--quick smoke-tests it.
-bench: setup
+bench: setup valgrind
 	.venv/bin/python -m benchmarks.bench $(BENCH_ARGS)
 
 # Mixed, verified runs (text, tool, approval+resume, delegation) on every route of a RUNNING server

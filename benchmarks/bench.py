@@ -8,9 +8,11 @@ Three targets stream the same conversations on the offline model with zero pacin
 
 Every server is its own process on a free loopback port. On a shared, noisy machine only numbers
 taken in the same run are comparable, so measurements are interleaved (run by run, rotating over
-the targets, several rounds) and the report leads with ratios. Phases: streaming one run at a time (events/s,
-time to first event), cold start (process start to ``/ok`` and to a first completed run), and
-concurrency (1..500 simultaneous runs: latency percentiles, errors, peak RSS, RSS per stream).
+the targets, several rounds) and the report leads with ratios. Phases: streaming one run at a time
+(events/s, time to first event), cold start (process start to ``/ok`` and to a first completed run),
+concurrency (50..500 simultaneous runs: latency percentiles, errors), memory per open stream, CPU
+per run counted in instructions (``benchmarks.instructions``: the one figure the machine's load does
+not move), one worker against two over the engine, and the streams a setup holds at the default pacing.
 Everything is bounded: per-burst timeouts and an overall deadline, after which phases are skipped.
 """
 
@@ -35,6 +37,7 @@ import httpx
 
 from benchmarks.client import HEADERS, RunTiming, ms, spread, timed_run
 from benchmarks.fair import concurrency_ratios, measure_concurrency, measure_memory, memory_ratios
+from benchmarks.instructions import measure_instructions
 from benchmarks.machine import load_average, machine_info
 from benchmarks.process import ROOT, ServerProcess, server_spec, target_url
 from benchmarks.report import render, update_docs
@@ -46,7 +49,7 @@ KINDS = ("floor", "bare", "ours")
 DEFAULT_JSON = ROOT / "benchmarks" / "results.json"
 DEFAULT_DOCS = ROOT / "docs" / "performance.md"
 T = TypeVar("T")
-PHASES = ("streaming", "cold_start", "concurrency", "memory", "workers", "capacity")
+PHASES = ("streaming", "cold_start", "concurrency", "memory", "instructions", "workers", "capacity")
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,11 @@ class BenchConfig:
     """Memory phase: rounds per route, each on a fresh pair of servers; the verdict takes the
     median of the per-round ratios. A Python bridge's rounds agree to a few percent, a Node
     sidecar's do not (its collector: one route's three rounds at 500 gave 1.27, 1.63 and 3.08)."""
+    instruction_level: int = 50
+    """Instructions phase: runs started together in one counted burst (per scenario, per target)."""
+    instruction_rounds: int = 1
+    """Instructions phase: counted bursts. One is enough: the count does not move with the machine
+    (the same burst counted twice agrees to within a few tenths of a percent)."""
     workers_level: int = 200
     workers_rounds: int = 3
     store_level: int = 50
@@ -125,6 +133,7 @@ QUICK = BenchConfig(
     memory_levels=(10,),
     memory_pacing_ms=50,
     memory_rounds=1,
+    instruction_level=5,
     workers_level=10,
     workers_rounds=1,
     store_level=5,
@@ -372,6 +381,11 @@ async def run_bench(config: BenchConfig, command: str) -> dict:
             else []
         )
         memory = await phase("memory", measure_memory(config, logs, deadline)) if "memory" in config.phases else []
+        instructions = (
+            await phase("instructions", measure_instructions(config, deadline))
+            if "instructions" in config.phases
+            else []
+        )
         shared = (
             await phase("workers_and_shared_state", measure_shared_state(config, logs, deadline))
             if "workers" in config.phases
@@ -395,6 +409,7 @@ async def run_bench(config: BenchConfig, command: str) -> dict:
         "concurrency_ratios": concurrency_ratios(concurrency),
         "memory": memory,
         "memory_ratios": memory_ratios(memory),
+        "instructions": instructions,
         **shared,
         "capacity": capacity,
     }

@@ -121,6 +121,17 @@ def memory_table(results: dict) -> list[str]:
     return _table(header, out)
 
 
+def instructions_table(results: dict) -> list[str]:
+    rows = [[r["runtime"], r["scenario"], str(r["concurrency"]), _num(_millions(r["bare_per_run"]), 2),
+             _num(_millions(r["ours_per_run"]), 2), _num(r["ours_over_bare"], 3)]
+            for r in results.get("instructions", [])]  # fmt: skip
+    return _table(["runtime", "scenario", "N", "bare M instr/run", "ours M instr/run", "ours/bare"], rows)
+
+
+def _millions(count: float | None) -> float | None:
+    return None if count is None else count / 1e6
+
+
 def issue_targets_table(results: dict) -> list[str]:
     mark = {True: "met", False: "**not met**", None: "not measured"}
     rows = [[t["runtime"], t["target"], _num(t["value"], 3) if t["value"] is not None else "–", t["goal"],
@@ -236,6 +247,11 @@ def render(results: dict) -> str:
         "median [min–max])",
         "",
         *memory_table(results),
+        "",
+        "### CPU per run, counted (instructions per run in one process under callgrind, N runs started "
+        "together, driven through the ASGI interface: no sockets; the same count however busy the machine is)",
+        "",
+        *instructions_table(results),
         "",
         "### One worker against two (shared state in a real redis-server; rounds alternate, ratios x2 / x1)",
         "",

@@ -30,6 +30,7 @@ TINY = replace(
     memory_levels=(20,),  # enough that the bare server grows too (a few streams fit in heap it has free)
     memory_pacing_ms=20,
     memory_rounds=2,
+    instruction_level=2,
     workers_level=2,
     store_level=2,
     capacity_start=2,
@@ -62,6 +63,8 @@ def test_bench_reports_every_section(tmp_path: Path) -> None:
     assert all(len(row["round_kib_per_open_stream"]) == row["rounds"] == 2 for row in results["memory"])
     [memory] = results["memory_ratios"]
     assert memory["kib_vs_bare"]["median"] > 0
+    [counted] = results["instructions"]
+    assert counted["bare_per_run"] > 0 and counted["ours_per_run"] > 0 and counted["ours_over_bare"] > 0
     assert len(results["targets"]) == 4
     assert {row["runtime"] for row in results["issue_targets"]} == set(TINY.runtimes)
     assert {row["setup"] for row in results["workers"]} == {"redis x1", "redis x2"}
@@ -84,6 +87,7 @@ def test_bench_reports_every_section(tmp_path: Path) -> None:
     assert "hand-written analysis" in text and text.count(BEGIN) == 1 and text.count(END) == 1
     assert "ours/bare ev/s" in text
     assert "KiB/open stream" in text and "streams held" in text and "TTFE p99 ratio" in text
+    assert "M instr/run" in text
 
 
 def test_small_concurrency_levels_get_rounds_enough_for_a_p99() -> None:
