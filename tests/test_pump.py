@@ -22,6 +22,24 @@ from runtimes.base import TERMINAL
 PASSES = 4
 
 
+class Delivered:
+    """What a pump delivers (its ``deliver``), and its ``finish``."""
+
+    def __init__(self) -> None:
+        self.events: list[BaseEvent] = []
+        self.finished = asyncio.Event()
+
+    def deliver(self, event: BaseEvent) -> bool:
+        self.events.append(event)
+        return event.type in TERMINAL
+
+    async def finish(self) -> None:
+        self.finished.set()
+
+    async def ended(self) -> None:
+        await asyncio.wait_for(self.finished.wait(), timeout=5)
+
+
 class Run:
     """An endless run with no await between its events, through a pump; counts what it delivers."""
 
@@ -128,35 +146,26 @@ async def test_stop_delivers_nothing_more_and_finishes_after_the_source_is_close
 
 async def test_a_deadline_closes_what_is_open_then_ends_the_run() -> None:
     opened = TextMessageContentEvent(message_id="m", delta="closing")
-    delivered: list[BaseEvent] = []
-    finished = asyncio.Event()
+    delivered = Delivered()
 
     async def waits_forever() -> AsyncIterator[BaseEvent]:
         yield TextMessageContentEvent(message_id="m", delta="first")
         await asyncio.Event().wait()
         yield TextMessageContentEvent(message_id="m", delta="never")
 
-    async def finish() -> None:
-        finished.set()
-
-    def deliver(event: BaseEvent) -> bool:
-        delivered.append(event)
-        return event.type in TERMINAL
-
-    pump = Pump(deliver, closing=lambda reason: [opened])
-    pump.start(waits_forever(), finish)
+    pump = Pump(delivered.deliver, closing=lambda reason: [opened])
+    pump.start(waits_forever(), delivered.finish)
     pump.end_by(0, "CLIENT_GONE", "gone")
-    await asyncio.wait_for(finished.wait(), timeout=5)
-    assert [getattr(event, "delta", None) for event in delivered[:2]] == ["first", "closing"]
-    assert isinstance(delivered[-1], RunErrorEvent) and delivered[-1].code == "CLIENT_GONE"
-    assert len(delivered) == 3
+    await delivered.ended()
+    assert [getattr(event, "delta", None) for event in delivered.events[:2]] == ["first", "closing"]
+    assert isinstance(delivered.events[-1], RunErrorEvent) and delivered.events[-1].code == "CLIENT_GONE"
+    assert len(delivered.events) == 3
 
 
 async def test_events_put_from_another_thread_go_out_before_the_runs_next_event() -> None:
     """What a tool running in a thread put before it returned is delivered before the event the
     run makes after it, however the loop scheduled the two."""
-    delivered: list[str] = []
-    finished = asyncio.Event()
+    delivered = Delivered()
     returned = threading.Event()
 
     async def delegates() -> AsyncIterator[BaseEvent]:
@@ -171,23 +180,16 @@ async def test_events_put_from_another_thread_go_out_before_the_runs_next_event(
         yield TextMessageContentEvent(message_id="m", delta="after")
         yield RunFinishedEvent(thread_id="t", run_id="r")
 
-    async def finish() -> None:
-        finished.set()
-
-    def deliver(event: BaseEvent) -> bool:
-        delivered.append(getattr(event, "delta", event.type.value))
-        return event.type in TERMINAL
-
-    pump = Pump(deliver)
-    pump.start(delegates(), finish)
-    await asyncio.wait_for(finished.wait(), timeout=5)
-    assert delivered == [*(f"put-{index}" for index in range(100)), "after", "RUN_FINISHED"]
+    pump = Pump(delivered.deliver)
+    pump.start(delegates(), delivered.finish)
+    await delivered.ended()
+    deltas = [getattr(event, "delta", event.type.value) for event in delivered.events]
+    assert deltas == [*(f"put-{index}" for index in range(100)), "after", "RUN_FINISHED"]
 
 
 async def test_a_run_ended_before_its_task_began_still_finishes_and_never_starts_its_source() -> None:
     """At shutdown with no grace left, a run's deadline can come before its task's first step."""
-    delivered: list[BaseEvent] = []
-    finished = asyncio.Event()
+    delivered = Delivered()
     started = False
 
     async def source() -> AsyncIterator[BaseEvent]:
@@ -195,16 +197,9 @@ async def test_a_run_ended_before_its_task_began_still_finishes_and_never_starts
         started = True
         yield TextMessageContentEvent(message_id="m", delta="x")
 
-    async def finish() -> None:
-        finished.set()
-
-    def deliver(event: BaseEvent) -> bool:
-        delivered.append(event)
-        return event.type in TERMINAL
-
-    pump = Pump(deliver)
-    pump.start(source(), finish)
+    pump = Pump(delivered.deliver)
+    pump.start(source(), delivered.finish)
     pump.end_by(0, "SERVER_SHUTDOWN", "stopping")
     pump._expire()  # the deadline's timer, before the task's first step
-    await asyncio.wait_for(finished.wait(), timeout=5)
-    assert [event.type.value for event in delivered] == ["RUN_ERROR"] and not started
+    await delivered.ended()
+    assert [event.type.value for event in delivered.events] == ["RUN_ERROR"] and not started
