@@ -36,10 +36,11 @@ from verifier import verify_events
 
 DELAY_MS = 200
 STOP_WITHIN_S = 3.0
+"""Generous on a noisy 2-core machine; measured well under a second."""
 KEEP_ALIVE_S = 5.0
 """How long an HTTP client may keep a model connection it no longer uses before closing it: a
-sidecar's Node fetch returns it to its pool, closed after its 4 s keep-alive timeout."""
-"""Generous on a noisy 2-core machine; measured well under a second."""
+sidecar's Node fetch keeps one in its pool (and, after an aborted call, opens a spare one), each
+closed after its 4 s keep-alive timeout."""
 
 
 @dataclass
@@ -221,7 +222,7 @@ def test_every_model_connection_is_closed_when_its_client_leaves() -> None:
 
                     asyncio.run(asyncio.wait_for(leave_mid_answer(), timeout=30))
                 server.settle(idle, within_s=STOP_WITHIN_S)
-                deadline = time.monotonic() + STOP_WITHIN_S + KEEP_ALIVE_S
-                while model_connections(port) and time.monotonic() < deadline:
-                    time.sleep(0.05)
+                # The whole window, not until the first zero read: the spare connection a Node fetch opens
+                # after an aborted call is established a few milliseconds later, maybe after such a read.
+                time.sleep(STOP_WITHIN_S + KEEP_ALIVE_S)
                 assert model_connections(port) == 0, f"{route}: connections to the model endpoint left open"
