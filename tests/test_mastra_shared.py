@@ -5,7 +5,8 @@ Real server processes (``deploy.serve``, each with its own Node sidecar) over on
 reach: a run suspended by one replica's sidecar is resumed by a replica started after it, with the
 first one gone; the app's approval ledger, on a replica whose sidecar never ran a thread, drops that
 thread's Mastra runs from the engine; and the engine holds Mastra runs only while an approval needs
-them (nothing once every thread is answered).
+them (nothing once every thread is answered); and a run whose Mastra storage fails ends at once
+with ``STATE_UNAVAILABLE``.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ import redis
 
 from tests.engine import redis_server
 from tests.processes import replica
-from tests.wire import Run, post_run, run_input
-from verifier import verify_thread
+from tests.wire import Run, post_run, run_input, run_sync
+from verifier import verify_events, verify_thread
 from verifier.client import history_after, resume
 
 ROUTE = "/mastra/agent"
@@ -84,3 +85,22 @@ def test_the_ledger_on_another_replica_drops_an_evicted_threads_mastra_runs(engi
         resumed = answer(one, kept_body, kept)
         assert resumed.terminal["type"] == "RUN_FINISHED", resumed.terminal
         assert keys(engine, SNAPSHOTS) == [] and keys(engine, INDEX) == []
+
+
+def test_a_run_whose_mastra_storage_fails_ends_at_once_with_state_unavailable(engine: str) -> None:
+    """The engine refuses the sidecar's write of the run's thread index (the key holds a string, so
+    SADD answers WRONGTYPE) while it serves the app's own keys: the run ends with the state store's
+    code, not a model's, and at once (Mastra left such a run's request open with no end), and the
+    route goes on serving other threads."""
+    with replica(engine) as (base, _):
+        body = run_input("Hello there!", thread_id="thread-storage-fails")
+        with redis.Redis.from_url(engine) as client:
+            client.set(INDEX.replace("*", body["threadId"]), "not a set")
+        failed = run_sync(base, ROUTE, body, deadline_s=30)
+        assert verify_events(failed.events) == [], failed.types()
+        assert failed.terminal["type"] == "RUN_ERROR" and failed.terminal["code"] == "STATE_UNAVAILABLE", (
+            failed.terminal
+        )
+        other = run_sync(base, ROUTE, run_input("Hello there!"), deadline_s=30)  # the route itself is fine
+        assert other.terminal["type"] == "RUN_FINISHED", other.terminal
+        assert other.of_type("TEXT_MESSAGE_CONTENT"), other.types()

@@ -5,7 +5,10 @@ sidecar's RUN_ERROR, whose ``rawEvent.errors`` describes the error and its cause
 message, HTTP status, system error code: ``sidecar/server.mjs``). :func:`describe_chain` names it
 with the codes of ``runtimes.model_errors``; :func:`name_model_errors` is the stage that puts the
 name on the wire (and drops the raw description). The sidecar itself failing (not running, gone
-mid-run) is ``RUNTIME_UNAVAILABLE`` (:func:`describe`).
+mid-run) is ``RUNTIME_UNAVAILABLE`` (:func:`describe`). Mastra's storage failing (with shared state,
+the engine: @mastra/redis, and the sidecar's thread index beside it) is the state store's failure,
+raised as ``store.StoreUnavailable`` (the pipeline's ``STATE_UNAVAILABLE``): its chain carries a
+system error code too ("read ECONNRESET"), which would otherwise read as the model's.
 """
 
 from __future__ import annotations
@@ -18,9 +21,17 @@ from ag_ui.core import BaseEvent, EventType, RunAgentInput
 
 from runtimes import model_errors
 from runtimes.model_errors import ModelError
+from store import StoreUnavailable
 
 RUNTIME_UNAVAILABLE = "RUNTIME_UNAVAILABLE"
+STORAGE_CODE = "MASTRA_STORAGE_"
+"""How the code of every Mastra storage error begins (@mastra/core's ``createStorageErrorId``)."""
 UNREACHABLE_CODES = frozenset({"ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"})
+
+
+def storage_failed(errors: list[dict]) -> bool:
+    """Whether a sidecar error chain (outermost first) is Mastra's storage failing."""
+    return any(str(error.get("code", "")).startswith(STORAGE_CODE) for error in errors)
 
 
 def describe_chain(errors: list[dict]) -> ModelError | None:
@@ -53,11 +64,15 @@ def describe(exc: BaseException) -> ModelError | None:
 
 
 async def name_model_errors(events: AsyncIterator[BaseEvent], run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
-    """The sidecar's RUN_ERROR with the failure's code and message (its raw description dropped)."""
+    """The sidecar's RUN_ERROR with the failure's code and message (its raw description dropped);
+    a storage failure raised as ``StoreUnavailable``."""
     async with aclosing(events):
         async for event in events:
             if event.type == EventType.RUN_ERROR and isinstance(event.raw_event, dict):
-                named = describe_chain(list(event.raw_event.get("errors") or []))
+                chain = list(event.raw_event.get("errors") or [])
+                if storage_failed(chain):
+                    raise StoreUnavailable(f"Mastra's storage failed: {event.message}")
+                named = describe_chain(chain)
                 update = {"raw_event": None} | ({"code": named.code, "message": str(named)} if named else {})
                 event = event.model_copy(update=update)
             yield event

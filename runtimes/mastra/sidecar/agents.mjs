@@ -16,7 +16,7 @@ import { Mastra } from "@mastra/core/mastra";
 import { createTool } from "@mastra/core/tools";
 import { z } from "zod";
 
-/** The run being served (set by the server around each run): `{thread, modelCall}`. Every model
+/** The run being served (set by the server around each run): `{thread, modelCall, storageFailed}`. Every model
  * request of the run carries the thread as `x-agui-thread`, so the app counts the script's chunks as
  * that run's, and is announced by `modelCall()` first (the app counts it against the run's budget). */
 export const runScope = new AsyncLocalStorage();

@@ -19,7 +19,8 @@
 // * failures: a model failure reaches the bridge as an `error` chunk whose Error it flattens to a
 //   string; the original is kept and described (name, status, cause code) on the RUN_ERROR for the
 //   app to name. A specialist whose model fails fails the run (Mastra would hand the error to the
-//   parent model as a tool result).
+//   parent model as a tool result). A failure of Mastra's storage (the engine, with shared state)
+//   is described the same way, with its `MASTRA_STORAGE_…` code, for the app to tell it apart.
 //
 // Where runs wait: a run suspended for an approval waits in Mastra's storage until it is resumed.
 // That is Mastra's in-memory store, or, when the app's state is shared (AGUI_SIDECAR_STATE_URL, the
@@ -39,7 +40,8 @@
 
 import http from "node:http";
 import { MastraAgent } from "@ag-ui/mastra";
-import { InMemoryStore } from "@mastra/core/storage";
+import { ErrorCategory, ErrorDomain, MastraError } from "@mastra/core/error";
+import { InMemoryStore, createStorageErrorId } from "@mastra/core/storage";
 import { buildMastra, runScope } from "./agents.mjs";
 
 const FORWARDED = "mastra:tool-output";
@@ -88,7 +90,9 @@ class LocalIndex {
   }
 }
 
-/** The same index in the engine, beside the records (@mastra/redis's client): a Redis set per thread. */
+/** The same index in the engine, beside the records (@mastra/redis's client): a Redis set per thread.
+ * Its failures are Mastra storage errors, as @mastra/redis's own are (`MASTRA_STORAGE_…` codes: the
+ * app ends a run that met one with STATE_UNAVAILABLE, runtimes/mastra/errors.py). */
 class EngineIndex {
   static PREFIX = "agui:mastra:runs:";
   static TTL_S = 30 * 24 * 3600; // as long as the app's gate keeps an open approval (runtimes/interrupts.py)
@@ -97,26 +101,41 @@ class EngineIndex {
   }
   async add(thread, member) {
     const key = EngineIndex.PREFIX + thread;
-    await this.client.multi().sAdd(key, member).expire(key, EngineIndex.TTL_S).exec();
+    await engine("ADD", () => this.client.multi().sAdd(key, member).expire(key, EngineIndex.TTL_S).exec());
   }
   async members(thread) {
-    return this.client.sMembers(EngineIndex.PREFIX + thread);
+    return engine("MEMBERS", () => this.client.sMembers(EngineIndex.PREFIX + thread));
   }
   async remove(thread, member) {
-    await this.client.sRem(EngineIndex.PREFIX + thread, member);
+    await engine("REMOVE", () => this.client.sRem(EngineIndex.PREFIX + thread, member));
   }
   async drop(thread) {
-    await this.client.del(EngineIndex.PREFIX + thread);
+    await engine("DROP", () => this.client.del(EngineIndex.PREFIX + thread));
   }
   async threads() {
     const found = [];
     let cursor = "0";
     do {
-      const page = await this.client.scan(cursor, { MATCH: `${EngineIndex.PREFIX}*`, COUNT: 1000 });
+      const page = await engine("SCAN", () => this.client.scan(cursor, { MATCH: `${EngineIndex.PREFIX}*`, COUNT: 1000 }));
       cursor = String(page.cursor);
       found.push(...page.keys.map((key) => key.slice(EngineIndex.PREFIX.length)));
     } while (cursor !== "0");
     return found;
+  }
+}
+
+async function engine(operation, call) {
+  try {
+    return await call();
+  } catch (error) {
+    throw new MastraError(
+      {
+        id: createStorageErrorId("REDIS", `THREAD_INDEX_${operation}`, "FAILED"),
+        domain: ErrorDomain.STORAGE,
+        category: ErrorCategory.THIRD_PARTY,
+      },
+      error,
+    );
   }
 }
 
@@ -177,9 +196,40 @@ async function storage(url) {
 
 const { store, index } = await storage(env.AGUI_SIDECAR_STATE_URL);
 const mastra = buildMastra(settings, store);
-const threadRuns = new ThreadRuns(await mastra.getStorage().getStore("workflows"), index);
+const workflows = await mastra.getStorage().getStore("workflows");
+const threadRuns = new ThreadRuns(workflows, index);
+endRunsOnStorageFailure(workflows);
 
-/** An error and its causes, as plain data the app can name (an Error is not JSON). */
+/** Every method of Mastra's workflow storage (the one store an agent's run uses), so that a failure
+ * ends the run that met it, at once, with that failure: @mastra/core 1.71.0 does not always end a
+ * run's stream when its storage fails (a snapshot that cannot be written left the request open with
+ * no event and no end: tests/test_mastra_shared.py). */
+function endRunsOnStorageFailure(store) {
+  const methods = new Map();
+  for (let level = store; level && level !== Object.prototype; level = Object.getPrototypeOf(level)) {
+    for (const [name, { value }] of Object.entries(Object.getOwnPropertyDescriptors(level))) {
+      if (name !== "constructor" && typeof value === "function" && !methods.has(name)) methods.set(name, value);
+    }
+  }
+  for (const [name, method] of methods) {
+    const failed = (error) => {
+      runScope.getStore()?.storageFailed(error);
+      throw error;
+    };
+    store[name] = (...args) => {
+      let result;
+      try {
+        result = method.apply(store, args);
+      } catch (error) {
+        failed(error);
+      }
+      return typeof result?.then === "function" ? result.then(undefined, failed) : result;
+    };
+  }
+}
+
+/** An error and its causes, as plain data the app can name (an Error is not JSON). A MastraError's
+ * code is its id (as its toJSON has it). */
 function described(error) {
   const chain = [];
   for (let current = error; current && chain.length < 8; current = current.cause) {
@@ -187,11 +237,12 @@ function described(error) {
       chain.push({ name: "Error", message: String(current) });
       break;
     }
+    const code = current.code ?? (current instanceof MastraError ? current.id : undefined);
     chain.push({
       name: current.name,
       message: String(current.message ?? ""),
       ...(current.statusCode !== undefined ? { statusCode: current.statusCode } : {}),
-      ...(current.code !== undefined ? { code: String(current.code) } : {}),
+      ...(code !== undefined ? { code: String(code) } : {}),
     });
   }
   return chain;
@@ -306,7 +357,8 @@ async function serve(request, response) {
   const exchange = new Exchange(response, input);
   const bridge = new MastraAgent({ agentId: "assistant", agent: exchange.agent(mastra.getAgent("assistant")) });
   const modelCall = () => exchange.send({ type: "CUSTOM", name: MODEL_CALL, value: {} });
-  runScope.run({ thread: exchange.thread, modelCall }, () =>
+  const storageFailed = (error) => exchange.fail(error);
+  runScope.run({ thread: exchange.thread, modelCall, storageFailed }, () =>
     bridge.run(input).subscribe({
       next: (event) => exchange.send(event),
       error: (error) => exchange.fail(exchange.modelError ?? error),
