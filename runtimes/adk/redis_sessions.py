@@ -45,7 +45,8 @@ The exception is app and user state, which other sessions may change during the 
 them as they were when it first read its session (this route uses neither).
 
 Failures: the client has socket timeouts and no retries (as ``store.engine``), so an engine that is
-down or silent raises ``store.StoreUnavailable`` within ``timeout_s``. ag-ui-adk swallows many of its
+down or silent raises ``store.StoreUnavailable`` within ``timeout_s``; so does a write to a session
+the run has read that the engine no longer holds (it restarted without it). ag-ui-adk swallows many of its
 session calls' exceptions (it logs them and goes on), so each failure is also recorded for the run
 (:func:`failure`): the route ends a run whose engine failed with ``STATE_UNAVAILABLE``, whatever the
 bridge made of it.
@@ -222,12 +223,14 @@ class RedisSessions(BaseSessionService):
         keys = self._keys(session.app_name, session.user_id, session.id)
         args = [event.timestamp, self._ttl_ms, self._longest_ms, event.id, digest, as_json, *_writes(deltas)]
         appended = await self._engine(self._append(keys=keys, args=args))
+        run = _RUN.get()
+        stored = run.sessions.get((session.app_name, session.user_id, session.id)) if run is not None else None
         if appended == _MISSING:
+            if stored is not None:  # read by this run, under its thread's lease: the engine lost it (restarted)
+                raise _recorded(StoreUnavailable(f"the state engine lost session {session.id!r} during the run"))
             raise SessionNotFoundError(f"Session {session.id} not found.")
         if not appended:  # an equal re-delivery: already stored and applied
             return event
-        run = _RUN.get()
-        stored = run.sessions.get((session.app_name, session.user_id, session.id)) if run is not None else None
         targets = [session] if stored is None or stored is session else [session, stored]  # the run's copy too
         for target in targets:
             target.last_update_time = event.timestamp
