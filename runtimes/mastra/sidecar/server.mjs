@@ -311,9 +311,18 @@ class Exchange {
     });
   }
 
-  /** The agent as the bridge sees it: every run gets this request's abort signal and the tee. */
+  /** The agent as the bridge sees it: every run gets this request's abort signal and the tee, and no
+   * `memory` target. The bridge names the thread there, and for nothing but Mastra's own one-run-per-
+   * thread reservation (these agents have no Memory; a snapshot's resourceId is dropped: storage()),
+   * which the app's thread lease already is. @mastra/core 1.71.0 never releases that reservation when
+   * a run's storage fails as it starts, so every later run of the thread in this process waited
+   * forever (tests/test_mastra_shared.py). */
   agent(agent) {
-    const withSignal = (options) => ({ ...options, abortSignal: this.abort.signal, maxSteps: settings.maxSteps });
+    const withSignal = ({ memory: _thread, ...options }) => ({
+      ...options,
+      abortSignal: this.abort.signal,
+      maxSteps: settings.maxSteps,
+    });
     const wrap = (method) => async (first, options) => this.tee(await agent[method](first, withSignal(options)));
     return new Proxy(agent, {
       get: (target, key) => (key === "stream" || key === "resumeStream" ? wrap(key) : bound(target, key)),
