@@ -211,11 +211,11 @@ function endRunsOnStorageFailure(store) {
       if (name !== "constructor" && typeof value === "function" && !methods.has(name)) methods.set(name, value);
     }
   }
+  const failed = (error) => {
+    runScope.getStore()?.storageFailed(error);
+    throw error;
+  };
   for (const [name, method] of methods) {
-    const failed = (error) => {
-      runScope.getStore()?.storageFailed(error);
-      throw error;
-    };
     store[name] = (...args) => {
       let result;
       try {
